@@ -1,0 +1,65 @@
+"""The `dse` command line: a thin shell over the package.
+
+Each sub-command lives in its own module with ``register(subparsers)``; the module sets
+``func`` on its parser. User mistakes (DSEError) print one line and exit 2; Ctrl-C exits 130.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from dse.errors import DSEError
+
+COMMAND_MODULES = (
+    "dse.cli.evaluate",
+    "dse.cli.reproduce",
+    "dse.cli.info",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2, like every other user error
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from dse import __version__
+    parser = _Parser(prog="dse", description="Design-space exploration for resident near-memory MoE FFN pools.")
+    parser.add_argument("--version", action="version", version=f"rexpert-dse {__version__}")
+    parser.add_argument("--catalog", metavar="FILE", action="append", default=[],
+                        help="extra model catalog TOML (repeatable; also DSE_CATALOG)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for mod in COMMAND_MODULES:
+        importlib.import_module(mod).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.catalog:  # through the environment so joblib workers see the same catalog
+        os.environ["DSE_CATALOG"] = os.pathsep.join(
+            [os.path.abspath(p) for p in args.catalog] + [p for p in os.environ.get("DSE_CATALOG", "").split(os.pathsep) if p])
+    try:
+        rc = args.func(args)
+    except DSEError as exc:
+        print(f"dse: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("dse: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `dse ... | head`
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+    return int(rc or 0)
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""`dse evaluate [CONFIG.toml] [--model NAME] [--set KEY=VALUE ...] [--batch B] [--json]`."""
+from __future__ import annotations
+
+import argparse
+
+from dse.model.evaluate import evaluate
+from dse.report import dumps, fmt, table
+from dse.spec import DesignPoint
+
+# Metric groups of the readable table, in reading order (other metrics follow under "more").
+GROUPS = {
+    "feasibility": ["feasible", "infeasible_reason"],
+    "mapping": ["dies", "dies_packing_rule", "tp_degree", "chunk_columns", "chunks_per_unit", "d_used_columns",
+                "array_utilization", "cores_per_die", "core_grid"],
+    "hierarchy": ["unit_read_gbps", "unit_gflops", "core_read_gbps", "die_capacity_mib", "die_read_gbps",
+                  "die_gflops", "pool_pflops", "pool_read_tbps", "balance_flop_per_byte", "roofline_cap"],
+    "latency": ["union_experts", "union_source", "t_layer_us", "ffn_latency_us_per_token", "read_bound",
+                "h20_us_per_token", "speedup_vs_h20", "h100_us_per_token", "speedup_vs_h100"],
+    "energy": ["weight_mb_per_token", "weight_energy_uj_per_token", "h20_weight_energy_uj_per_token"],
+    "serving": ["t_attn_us", "tpot_af_us", "tpot_gpu_only_us", "af_gain"],
+    "area / power": ["die_area_mm2", "die_area_budget_mm2", "network_area_mm2", "die_power_w", "pool_power_w"],
+}
+
+
+def add_point_args(p: argparse.ArgumentParser) -> None:
+    """Arguments shared by every command that builds one design point."""
+    p.add_argument("config", nargs="?", help="design TOML ([hardware] / [workload] / [mapping] or flat keys)")
+    p.add_argument("--model", help="catalog model (see `dse models`)")
+    p.add_argument("--batch", help="decode run-batch B")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a knob (repeatable), e.g. --set core_side=6 --set array_depth=16K")
+
+
+def point_from_args(args: argparse.Namespace) -> DesignPoint:
+    overrides = list(args.overrides)
+    if args.model:
+        overrides.append(f"model={args.model}")
+    if args.batch:
+        overrides.append(f"batch={args.batch}")
+    if getattr(args, "trace", None):
+        overrides.append(f"trace={args.trace}")
+    if args.config:
+        return DesignPoint.from_file(args.config, overrides=overrides)
+    return DesignPoint.from_dict({}, overrides=overrides)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("evaluate", help="evaluate one design point (table or --json)",
+                       description="Evaluate one design point: every closed-form metric "
+                                   "(defaults: the published design on qwen3.5-35b-a3b).")
+    add_point_args(p)
+    p.add_argument("--json", action="store_true", help="one flat JSON object (knobs + metrics)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    point = point_from_args(args)
+    result = evaluate(point)
+    if args.json:
+        print(dumps(result.to_json()))
+        return 0
+    m = result.metrics
+    print(f"design: model={point.model} B={point.run_batch} core_side={point.core_side} "
+          f"tile_width={point.tile_width} array_depth={point.array_depth} "
+          f"groups={point.groups} pooling={point.pooling} trace={point.trace}")
+    shown: set[str] = set()
+    rows = []
+    for group, keys in GROUPS.items():
+        for k in keys:
+            if k in m:
+                rows.append((group, k, m[k]))
+                shown.add(k)
+    for k, v in m.items():
+        if k not in shown and k not in ("model", "batch"):
+            rows.append(("more", k, v))
+    print(table(rows, ["group", "metric", "value"], align="llr"))
+    return 0

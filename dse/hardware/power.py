@@ -1,0 +1,21 @@
+"""Die and pool power from activity (spec section 9; Table XII).
+
+* ReRAM read: pJ/B x bytes read per second (3.3 W at the full 16.4 TB/s).
+* PE + scheduler: pJ/FLOP x delivered FLOP/s = peak x MFU (19.5 W at MFU 0.38).
+* Network and IO: see `dse.hardware.network`.
+"""
+from __future__ import annotations
+
+from dse.constants import C
+
+
+def reram_power_w(die_read_gbps: float, read_activity: float = 1.0) -> float:
+    return C.reram_pj_per_byte * 1e-12 * die_read_gbps * 1e9 * read_activity
+
+
+def pe_power_w(die_gflops: float, mfu: float) -> float:
+    return C.pe_pj_per_flop * 1e-12 * die_gflops * 1e9 * mfu
+
+
+def pool_power_w(dies: float, die_power_w: float) -> float:
+    return dies * die_power_w

@@ -1,0 +1,47 @@
+"""Layer time and per-token FFN-pool latency (spec sections 6, 8).
+
+* t_layer = D_used x t_col + ``C.t_layer_fixed_us`` (61.8 us at D_used = 24576, t_col = 2.5 ns).
+* Weight bytes per step = L (U(B) P_e + router bytes); the study counts routed experts only
+  (its U(1) = k), so the shared expert's read is not in the per-token figure; we keep that
+  convention to reproduce Tables V / VIII (it adds 1/U(B) of traffic: 2 % at B = 8).
+* Per-token pool latency = max(read time, compute time) per token; read time =
+  bytes per step / B / pool read BW (the published regime), compute time = 2 x routed params per
+  token / pool peak FLOPS. Read bound exactly when B k / U(B) < F/2 (the roofline).
+"""
+from __future__ import annotations
+
+from dse.constants import C
+
+
+def t_layer_us(d_used_columns: int, t_col_ns: float) -> float:
+    """Time a unit needs to stream its D_used columns once, plus the fixed pulse overhead."""
+    return d_used_columns * t_col_ns * 1e-3 + C.t_layer_fixed_us
+
+
+def weight_bytes_per_step(moe_layers: int, union: float, expert_bytes: float, router_bytes: float) -> float:
+    """Bytes of weights read per decode step: L (U(B) P_e + router)."""
+    return moe_layers * (union * expert_bytes + router_bytes)
+
+
+def weight_bytes_per_token(bytes_per_step: float, batch: int) -> float:
+    return bytes_per_step / batch
+
+
+def read_us_per_token(bytes_per_token: float, read_gbps: float) -> float:
+    """Read-bound time per token at an aggregate read bandwidth (GB/s)."""
+    return bytes_per_token / (read_gbps * 1e9) * 1e6
+
+
+def flops_per_token(moe_layers: int, top_k: int, expert_bytes: float) -> float:
+    """2 FLOP per FP8 weight per routed expert per layer (shared expert excluded, as in the
+    study's weight-traffic convention)."""
+    return 2.0 * moe_layers * top_k * expert_bytes
+
+
+def compute_us_per_token(flops: float, peak_gflops: float) -> float:
+    return flops / (peak_gflops * 1e9) * 1e6
+
+
+def is_read_bound(batch: int, top_k: int, union: float, balance: float) -> bool:
+    """Roofline: tokens per expert read B k / U(B) below F/2 means the weight stream binds."""
+    return batch * top_k / union < balance / 2

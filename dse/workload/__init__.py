@@ -1,0 +1,1 @@
+"""Workloads: the MoE model catalog, U(B) unions, routing traces and their statistics."""
