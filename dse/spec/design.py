@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from dse.errors import ConfigError, where
-from dse.spec.params import BY_NAME, PARAMS, PARTS, coerce, names
+from dse.spec.params import BY_NAME, PARAMS, PARTS, coerce, names, show_value
 
 # Sections a design file may carry besides the three parts: written by `dse export`,
 # informational on input (re-evaluation recomputes the metrics).
@@ -122,7 +122,7 @@ class DesignPoint:
     @classmethod
     def from_file(cls, path: str | Path, *, overrides: Iterable[str] = ()) -> "DesignPoint":
         p = Path(path)
-        data = read_toml(p)
+        data = read_toml(p, allow_empty=False)
         point = cls.from_dict(data, source=str(p), overrides=overrides)
         # A trace path in a file is relative to that file, never to the working directory.
         if point.trace not in ("catalog", "synthetic") and not Path(point.trace).is_absolute() and not any(
@@ -145,24 +145,46 @@ class DesignPoint:
                               f"in [1, {side_max}] (the die is {self.die_units_x} x {self.die_units_y} units)")
 
 
-def read_toml(path: Path) -> dict[str, Any]:
-    """Read a TOML file with one-line errors for missing / unreadable / malformed files."""
+# Input files are small; a larger one is a mistake (or /dev/zero): refuse before reading it all.
+MAX_TOML_BYTES = 16 << 20
+
+
+def read_toml(path: Path, *, allow_empty: bool = True) -> dict[str, Any]:
+    """Read a TOML file with one-line errors for missing / unreadable / malformed / oversized files.
+
+    ``allow_empty=False`` refuses a file with no keys at all (an empty or truncated file)."""
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_TOML_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a directory, expected a TOML file") from None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_TOML_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_TOML_BYTES >> 20} MiB, not a configuration file")
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte-order mark (some editors write one) is harmless
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a UTF-8 text file (expected TOML)") from None
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: TOML syntax error: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: TOML nested too deeply (arrays / inline tables)") from None
+    except ValueError as exc:  # e.g. an integer literal beyond Python's digit limit
+        raise ConfigError(f"{path}: TOML value not representable: {str(exc)[:80]}") from None
+    if not data and not allow_empty:
+        raise ConfigError(f"{path}: empty file (no keys); give at least one key, or omit the file "
+                          f"to use the defaults")
+    return data
+
+
+def _key(key: Any) -> str:
+    """A user-supplied key, cut short for a one-line message."""
+    return show_value(key, 40)[1:-1] if isinstance(key, str) and len(key) > 40 else str(key)
 
 
 def _suggest(key: str, allowed: list[str]) -> str:
@@ -181,7 +203,7 @@ def _flatten(data: Mapping[str, Any], source: str | None):
             allowed = names(key)
             for sub, subval in val.items():
                 if sub not in allowed:
-                    raise ConfigError(f"{where(source, f'{key}.{sub}')}: unknown key (allowed in [{key}]: "
+                    raise ConfigError(f"{where(source, f'{key}.{_key(sub)}')}: unknown key (allowed in [{key}]: "
                                       f"{', '.join(allowed)}){_suggest(sub, allowed)}")
                 yield sub, subval, f"{key}.{sub}"
         elif key in INFO_SECTIONS:
@@ -192,25 +214,26 @@ def _flatten(data: Mapping[str, Any], source: str | None):
             yield key, val, key
         else:
             allowed = list(PARTS) + list(INFO_SECTIONS) + names()
-            raise ConfigError(f"{where(source, key)}: unknown key (allowed: sections "
+            raise ConfigError(f"{where(source, _key(key))}: unknown key (allowed: sections "
                               f"{', '.join(PARTS + INFO_SECTIONS)} or a knob, see `dse params`)"
                               f"{_suggest(key, allowed)}")
 
 
 def _parse_override(item: str) -> tuple[str, str, str]:
+    shown = show_value(item)
     if "=" not in item:
-        raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. --set core_side=4")
+        raise ConfigError(f"--set {shown}: expected KEY=VALUE, e.g. --set core_side=4")
     key, val = (s.strip() for s in item.split("=", 1))
     keypath = key
     if "." in key:
         part, key = key.split(".", 1)
         if part not in PARTS:
-            raise ConfigError(f"--set {item!r}: unknown section {part!r} (allowed: {', '.join(PARTS)})")
+            raise ConfigError(f"--set {shown}: unknown section {_key(part)!r} (allowed: {', '.join(PARTS)})")
         if key not in names(part):
-            raise ConfigError(f"--set {item!r}: unknown key {key!r} in [{part}] (allowed: "
+            raise ConfigError(f"--set {shown}: unknown key {_key(key)!r} in [{part}] (allowed: "
                               f"{', '.join(names(part))}){_suggest(key, names(part))}")
     elif key not in BY_NAME:
-        raise ConfigError(f"--set {item!r}: unknown key (allowed: {', '.join(names())})"
+        raise ConfigError(f"--set {shown}: unknown key (allowed: {', '.join(names())})"
                           f"{_suggest(key, names())}")
     if val.lower() in ("none", "null", "") and BY_NAME[key].nullable:
         return key, None, keypath  # type: ignore[return-value]

@@ -46,6 +46,28 @@ class Param:
         return tuple(c()) if callable(c) else tuple(c or ())
 
 
+def show_value(value: Any, limit: int = 60) -> str:
+    """A user value as it would read in TOML, cut to ``limit`` characters (errors stay one short line)."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, float) and not math.isfinite(value):
+        text = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def type_name(value: Any) -> str:
+    """The TOML name of a value's type, for 'got a ...' hints."""
+    if isinstance(value, bool):
+        return "a boolean"
+    for typ, name in ((int, "an integer"), (float, "a float"), (str, "a string"), (list, "an array"),
+                      (dict, "a table")):
+        if isinstance(value, typ):
+            return name
+    return "a date/time" if hasattr(value, "isoformat") else type(value).__name__
+
+
 def _fmt(x: float | None) -> str:
     if x is None:
         return "inf"
@@ -136,7 +158,10 @@ def coerce(param: Param, value: Any, source: str | None = None, key: str | None 
 
     def bad(why: str = "") -> ConfigError:
         extra = f" ({why})" if why else ""
-        return ConfigError(f"{loc} = {value!r}: must be {param.allowed()}{extra}")
+        return ConfigError(f"{loc} = {show_value(value)}: must be {param.allowed()}{extra}")
+
+    def wrong_type() -> ConfigError:
+        return bad(f"got {type_name(value)}")
 
     if value is None:
         if param.nullable:
@@ -144,14 +169,17 @@ def coerce(param: Param, value: Any, source: str | None = None, key: str | None 
         raise bad()
     if param.kind == "str":
         if not isinstance(value, str):
-            raise bad()
+            if param.choices is None:
+                raise ConfigError(f"{loc} = {show_value(value)}: must be a string (got {type_name(value)})")
+            raise wrong_type()
         if param.choices is not None and value not in param.choice_values():
             raise bad()
         if param.choices is None and (not value or len(value) > 4096 or "\x00" in value):
-            raise ConfigError(f"{loc} = {value!r}: must be a non-empty string")
+            raise ConfigError(f"{loc} = {show_value(value)}: must be a non-empty string of at most 4096 "
+                              f"characters without NUL")
         return value
     if isinstance(value, bool):
-        raise bad()
+        raise wrong_type()
     if param.kind == "int":
         if isinstance(value, str):
             try:
@@ -162,8 +190,10 @@ def coerce(param: Param, value: Any, source: str | None = None, key: str | None 
             value_i = value
         elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
             value_i = int(value)
+        elif isinstance(value, float):
+            raise bad("not finite" if not math.isfinite(value) else "not a whole number")
         else:
-            raise bad()
+            raise wrong_type()
         _check_range(param, value_i, bad)
         if param.multiple_of and value_i % param.multiple_of:
             raise bad()
@@ -175,9 +205,12 @@ def coerce(param: Param, value: Any, source: str | None = None, key: str | None 
         except ValueError:
             raise bad() from None
     elif isinstance(value, (int, float)):
-        value_f = float(value)
+        try:
+            value_f = float(value)
+        except OverflowError:  # an integer beyond the float range
+            raise bad() from None
     else:
-        raise bad()
+        raise wrong_type()
     if not math.isfinite(value_f):
         raise bad("not finite")
     _check_range(param, value_f, bad)

@@ -75,9 +75,54 @@ def _builtin_tables() -> dict[str, dict]:
     return load_toml("models.toml")
 
 
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", dict: "a table"}
+_ATTENTION = ("kv_bytes_per_ctx_token", "non_expert_bytes")
+
+
+def _show(v: Any) -> str:
+    from dse.spec.params import show_value
+    return show_value(v)
+
+
+def _finite_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _validate_routing(tkey: str, routing: dict, experts: int, source: str) -> None:
+    """The measured unions feed U(B): batch keys are integers >= 1, values in (0, experts]."""
+    if "union" not in routing:
+        return
+    union = routing["union"]
+    loc = f"{source}: {tkey}.routing.union"
+    if not isinstance(union, dict):
+        raise ConfigError(f"{loc} = {_show(union)}: must be a table {{ B = U(B), ... }}")
+    for b, u in union.items():
+        try:
+            b_int = int(b)
+        except ValueError:
+            b_int = 0
+        if not 1 <= b_int <= (1 << 24):
+            raise ConfigError(f"{loc}.{str(b)[:40]}: batch key must be an integer in [1, {1 << 24}]")
+        if not _finite_number(u) or not 0 < u <= experts:
+            raise ConfigError(f"{loc}.{b} = {_show(u)}: must be a number in (0, {experts}] (experts)")
+
+
+def _validate_attention(tkey: str, att: dict, source: str) -> None:
+    """AF-serving attention shape: exactly the two byte counts, finite and >= 0."""
+    loc = f"{source}: {tkey}.attention"
+    for k, v in att.items():
+        if k not in _ATTENTION:
+            raise ConfigError(f"{loc}.{k}: unknown key (allowed: {', '.join(_ATTENTION)})")
+        if not _finite_number(v) or v < 0:
+            raise ConfigError(f"{loc}.{k} = {_show(v)}: must be a finite number >= 0 (bytes)")
+    for k in _ATTENTION:
+        if att and k not in att:
+            raise ConfigError(f"{loc}.{k}: missing (required in [attention]: {', '.join(_ATTENTION)})")
+
+
 def _validate_table(tkey: str, t: Any, source: str) -> MoEModel:
     if not isinstance(t, dict):
-        raise ConfigError(f"{source}: {tkey}: must be a table describing a model")
+        raise ConfigError(f"{source}: {tkey} = {_show(t)}: must be a table ([{tkey}]) describing a model")
     for k, typ in _REQUIRED.items():
         if k not in t:
             raise ConfigError(f"{source}: {tkey}.{k}: missing (required: {', '.join(_REQUIRED)})")
@@ -90,17 +135,25 @@ def _validate_table(tkey: str, t: Any, source: str) -> MoEModel:
         if typ is float and isinstance(v, int) and not isinstance(v, bool):
             v = float(v)
         if not isinstance(v, typ) or isinstance(v, bool):
-            raise ConfigError(f"{source}: {tkey}.{k} = {v!r}: must be of type {typ.__name__}")
+            raise ConfigError(f"{source}: {tkey}.{k} = {_show(v)}: must be of type {typ.__name__} "
+                              f"({_TYPE_NAMES[typ]})")
         if typ is int and not (0 <= v <= (1 << 24)):
-            raise ConfigError(f"{source}: {tkey}.{k} = {v!r}: must be an integer in [0, {1 << 24}]")
+            raise ConfigError(f"{source}: {tkey}.{k} = {_show(v)}: must be an integer in [0, {1 << 24}]")
         if typ is float and not math.isfinite(v):
-            raise ConfigError(f"{source}: {tkey}.{k} = {v!r}: must be finite")
+            raise ConfigError(f"{source}: {tkey}.{k} = {_show(v)}: must be finite")
+        if typ is str and k != "source" and (not v.strip() or len(v) > 200 or "\x00" in v):
+            raise ConfigError(f"{source}: {tkey}.{k} = {_show(v)}: must be a non-empty string of at most "
+                              f"200 characters")
         kwargs[k] = v
     for k in ("experts", "top_k", "moe_layers", "hidden", "expert_intermediate"):
         if kwargs[k] < 1:
             raise ConfigError(f"{source}: {tkey}.{k} = {kwargs[k]}: must be an integer >= 1")
     if kwargs["top_k"] > kwargs["experts"]:
         raise ConfigError(f"{source}: {tkey}.top_k = {kwargs['top_k']}: must be <= experts ({kwargs['experts']})")
+    if "routing" in kwargs:
+        _validate_routing(tkey, kwargs["routing"], kwargs["experts"], source)
+    if "attention" in kwargs:
+        _validate_attention(tkey, kwargs["attention"], source)
     model = MoEModel(**kwargs)
     if model.native_batch == 0:
         object.__setattr__(model, "native_batch", max(1, round(4 * model.experts / model.top_k)))
@@ -126,6 +179,8 @@ def _catalog(user_files: tuple[str, ...]) -> dict[str, MoEModel]:
     for f in user_files:
         from dse.spec.design import read_toml
         data = read_toml(Path(f))
+        if not data:
+            raise ConfigError(f"{f}: empty catalog (expected [name] tables with: {', '.join(_REQUIRED)})")
         for tkey, t in data.items():
             m = _validate_table(tkey, t, f)
             models[m.name] = m

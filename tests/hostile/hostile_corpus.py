@@ -1,0 +1,146 @@
+"""The hostile-input corpus: malformed and adversarial inputs, each run through the real CLI.
+
+Every file under a corpus folder is one case; the folder says which command reads it
+(``FOLDERS``). ``expect.toml`` lists, for every case, substrings its one-line error must contain
+(the key, the allowed values...); a case missing there fails the test, so a new corpus file
+cannot go unchecked. ``EXTRA`` holds the cases that are not files in the corpus (directories,
+missing files, devices, ``--set`` overrides, inputs built at run time).
+
+A case passes when: exit status 2, nothing but ONE line on stderr, starting ``dse: error:``,
+naming the input, with every expected substring, and no traceback.
+
+    python tests/hostile/make_table.py      # the Markdown table: every case and its error line
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# folder -> (argv with {f} for the file, what the command reads)
+FOLDERS: dict[str, tuple[list[str], str]] = {
+    "design": (["evaluate", "{f}"], "design TOML"),
+    "catalog": (["--catalog", "{f}", "models"], "model catalog (--catalog)"),
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    argv: tuple[str, ...]
+    kind: str
+    names: str              # what the error line must name (the file, or the option)
+    expect: tuple[str, ...]  # further substrings of the error line
+    setup: str = ""         # name of a builder in BUILDERS run before the command (in a temp dir)
+
+
+# Cases that are not files of the corpus. {tmp} = a fresh temporary directory.
+EXTRA: list[Case] = [
+    Case("design/missing_file", ("evaluate", "design/no_such_file.toml"), "design TOML",
+         "design/no_such_file.toml", ("no such file",)),
+    Case("design/a_directory", ("evaluate", "design"), "design TOML", "design", ("is a directory",)),
+    Case("design/dev_zero", ("evaluate", "/dev/zero"), "design TOML", "/dev/zero", ("larger than 16 MiB",)),
+    Case("design/huge_file", ("evaluate", "{tmp}/huge.toml"), "design TOML", "huge.toml",
+         ("larger than 16 MiB",), setup="huge_toml"),
+    Case("design/integer_beyond_digit_limit", ("evaluate", "{tmp}/digits.toml"), "design TOML", "digits.toml",
+         ("not representable",), setup="digits_toml"),
+    Case("catalog/missing_file", ("--catalog", "catalog/no_such_file.toml", "models"), "model catalog (--catalog)",
+         "no_such_file.toml", ("no such file",)),
+    Case("set/no_equals", ("evaluate", "--set", "core_side"), "--set override", "--set", ("expected KEY=VALUE",)),
+    Case("set/unknown_key", ("evaluate", "--set", "cores_side=4"), "--set override", "--set",
+         ("unknown key", "did you mean 'core_side'")),
+    Case("set/unknown_section", ("evaluate", "--set", "hw.core_side=4"), "--set override", "--set",
+         ("unknown section", "hardware, workload, mapping")),
+    Case("set/nan", ("evaluate", "--set", "macro_mhz=nan"), "--set override", "--set",
+         ("macro_mhz", "not finite")),
+    Case("set/inf_int", ("evaluate", "--set", "core_side=inf"), "--set override", "--set",
+         ("core_side", "[1, 20]")),
+    Case("set/huge", ("evaluate", "--set", "array_depth=" + "9" * 40), "--set override", "--set",
+         ("array_depth", "[256, 1048576]")),
+    Case("set/bad_choice", ("evaluate", "--set", "placement=random"), "--set override", "--set",
+         ("placement", "'contiguous', 'lpt', 'coactivation'")),
+    Case("set/model", ("evaluate", "--model", "gpt-5"), "--model", "model", ("qwen3.5-35b-a3b",)),
+    Case("set/batch_zero", ("evaluate", "--batch", "0"), "--batch", "batch", ("[1, 1048576]",)),
+]
+
+
+def _huge_toml(tmp: Path) -> None:
+    with open(tmp / "huge.toml", "w") as fh:  # 17 MiB of comments: valid TOML, but not a config
+        line = "#" * 1023 + "\n"
+        for _ in range(17 * 1024):
+            fh.write(line)
+
+
+def _digits_toml(tmp: Path) -> None:
+    (tmp / "digits.toml").write_text("[hardware]\ncore_side = " + "9" * 5000 + "\n")
+
+
+BUILDERS = {"huge_toml": _huge_toml, "digits_toml": _digits_toml}
+
+
+def file_cases() -> list[Case]:
+    expect = tomllib.loads((HERE / "expect.toml").read_text())
+    cases = []
+    for folder, (argv, kind) in FOLDERS.items():
+        for f in sorted((HERE / folder).iterdir()):
+            rel = f"{folder}/{f.name}"
+            needles = expect.get(folder, {}).get(f.name)
+            cases.append(Case(rel, tuple(a.replace("{f}", rel) for a in argv), kind, rel,
+                              tuple(needles) if needles is not None else ("<missing from expect.toml>",)))
+    return cases
+
+
+def all_cases() -> list[Case]:
+    return file_cases() + EXTRA
+
+
+@dataclass
+class Outcome:
+    rc: int
+    stdout: str
+    stderr: str
+
+    @property
+    def line(self) -> str:
+        return self.stderr.strip()
+
+
+def run_case(case: Case, tmp: Path) -> Outcome:
+    """Run the real CLI (``python -m dse``) on one case, from the corpus folder."""
+    if case.setup:
+        BUILDERS[case.setup](tmp)
+    argv = [a.replace("{tmp}", str(tmp)) for a in case.argv]
+    env = {k: v for k, v in os.environ.items() if k != "DSE_CATALOG"}
+    proc = subprocess.run([sys.executable, "-m", "dse", *argv], cwd=HERE, env=env, capture_output=True,
+                          text=True, timeout=120)
+    # Paths in messages: show them relative to the corpus folder (the CLI makes --catalog absolute).
+    err = proc.stderr.replace(str(HERE) + os.sep, "").replace(str(tmp) + os.sep, "")
+    return Outcome(proc.returncode, proc.stdout, err)
+
+
+def problems(case: Case, out: Outcome) -> list[str]:
+    """What is wrong with a case's outcome (empty when it is a proper user error)."""
+    bad = []
+    if out.rc != 2:
+        bad.append(f"exit status {out.rc}, expected 2")
+    if "Traceback" in out.stderr:
+        bad.append("traceback on stderr")
+    lines = out.stderr.strip().splitlines()
+    if len(lines) != 1:
+        bad.append(f"{len(lines)} lines on stderr, expected 1")
+    line = out.line
+    if not line.startswith("dse: error: "):
+        bad.append("stderr does not start with 'dse: error: '")
+    if case.names not in line:
+        bad.append(f"error does not name {case.names!r}")
+    for needle in case.expect:
+        if needle not in line:
+            bad.append(f"error lacks {needle!r}")
+    if len(line) > 600:
+        bad.append(f"error line is {len(line)} characters long")
+    return bad
