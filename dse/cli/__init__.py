@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "dse.cli.evaluate",
     "dse.cli.reproduce",
     "dse.cli.info",
+    "dse.cli.trace",
 )
 
 

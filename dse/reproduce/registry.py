@@ -21,6 +21,7 @@ REFERENCE_FILE = ("reference", "rexpert-35b.toml")
 # Modules holding @figure registrations, grouped by concern.
 FIGURE_MODULES = (
     "dse.reproduce.figures_closed_form",
+    "dse.reproduce.figures_schedule",
 )
 
 _FIGURES: dict[str, tuple[Callable[[], Any], str]] = {}

@@ -51,6 +51,7 @@ class DesignPoint:
     trace: str = "catalog"
     trace_seed: int = 0
     trace_steps: int = 64
+    profile_steps: int = 16
     # mapping
     reduction_order: str = "ep_first"
     placement: str = "lpt"

@@ -117,6 +117,9 @@ PARAMS: tuple[Param, ...] = (
       "routing: 'catalog' (closed-form U(B) from the catalog's measured unions), 'synthetic' (seeded trace) or a trace path"),
     P("trace_seed", "workload", "int", 0, "seed of the synthetic trace", "", 0, 2**32 - 1),
     P("trace_steps", "workload", "int", 64, "decode steps of the synthetic trace", "steps", 1, 1 << 20),
+    P("profile_steps", "workload", "int", 16,
+      "placement profiling window: steps generated before a synthetic trace's measured window, or the first "
+      "steps of a trace file (at most half); 0 = profile on the measured window", "steps", 0, 1 << 20),
     # ---- mapping ------------------------------------------------------------------------
     P("reduction_order", "mapping", "str", "ep_first", "expert-parallel-first or tensor-parallel-first reduction", choices=("ep_first", "tp_first")),
     P("placement", "mapping", "str", "lpt", "expert placement over PE groups", choices=("contiguous", "lpt", "coactivation")),

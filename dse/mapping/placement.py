@@ -1,0 +1,219 @@
+"""Where a layer's experts sit: the scheduling domain (dies -> cores -> PE groups -> units) and
+the semi-static placement policies of spec section 5.
+
+Scheduling domain. A layer runs on the dies that hold its experts: ``ceil(E / active units per
+die)`` dies (one for every catalog model at 32K except the 512-expert ones). Every unit holds at
+most one expert of the layer (its chunks, spec section 3) and has one PE tile; all PE tiles of
+those dies compute for the layer, including tiles of units that hold another layer's experts. This
+is the study's accounting: its occupancies imply N G = 320 PE groups at side 4 (Table IX:
+0.152 = 46.2 jobs / (1 round x 304-320); direct 0.154 at 7 rounds), not N G = E = 256.
+
+A core is ``core_side``^2 units (edge cores of a die that ``core_side`` does not tile are smaller
+when ``core_remainder = 'partial'``, absent when 'idle'). Its ``pe_groups_per_core`` groups split
+its units evenly (unit i of a full core belongs to group floor(i G / side^2)); a group's PE tiles
+share its experts' read-outs locally, so a group of u units runs up to u jobs of its own experts
+per round. Units are numbered die-major, core-major, group-major, so every group and core is a
+contiguous range (the scheduler reduces over ranges).
+
+Placement policies (from the profiling window's mean loads, separate from the measured window):
+
+* ``contiguous``: expert e on unit e (fills cores in order; the last cores may stay empty);
+* ``lpt``: longest-processing-time first: experts by descending profiled load, each to the core
+  whose load per PE tile after adding it is smallest (ties: the emptiest core), then to the least
+  loaded group with a free unit of that core; hot experts spread over cores and pair with cold
+  ones within a core;
+* ``coactivation``: LPT whose core cost also counts the expert's expected co-firing tokens with
+  the experts already on the core (``C.coactivation_weight`` x pair counts per step), so experts
+  that fire together are spread over cores.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dse.constants import C
+
+POLICIES = ("contiguous", "lpt", "coactivation")
+
+
+def core_spans(units: int, side: int, remainder: str) -> list[int]:
+    """Widths of the cores along one die edge of ``units`` units (partial edge core last)."""
+    spans = [side] * (units // side)
+    if units % side and remainder == "partial":
+        spans.append(units % side)
+    return spans
+
+
+def die_core_units(core_side: int, die_units_x: int, die_units_y: int, core_remainder: str) -> list[int]:
+    """Units of every core of one die, row-major over the core grid (20 x 16 at side 4 on 16 x 20)."""
+    xs = core_spans(die_units_x, core_side, core_remainder)
+    ys = core_spans(die_units_y, core_side, core_remainder)
+    return [wx * wy for wy in ys for wx in xs]
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The PE resources one layer is scheduled on."""
+    dies: int
+    core_side: int
+    groups_per_core: int
+    core_units: tuple[int, ...]      # units (= PE tiles) of every core of the domain
+    group_units: tuple[int, ...]     # units of every group, groups ordered core by core
+    group_core: tuple[int, ...]      # core of every group
+
+    @property
+    def units(self) -> int:
+        return sum(self.core_units)
+
+    @property
+    def n_cores(self) -> int:
+        return len(self.core_units)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.group_units)
+
+    @property
+    def full(self) -> int:
+        """Units of a full core (the padded width of the per-core unit layout)."""
+        return self.core_side ** 2
+
+    @functools.cached_property
+    def unit_pos(self) -> np.ndarray:
+        """Position of every unit in the padded layout [cores, full]: core * full + index in core."""
+        a = self.arrays
+        idx = np.arange(self.units) - a.core_start[a.unit_core]
+        return a.unit_core * self.full + idx
+
+    @functools.cached_property
+    def group_layout(self) -> tuple[np.ndarray, np.ndarray]:
+        """(first unit of each group within a core, units of each group per core [cores, groups]);
+        unit i of any core belongs to group floor(i G / full), so the starts are shared by all cores."""
+        g = min(self.groups_per_core, self.full)
+        gid = np.arange(self.full) * g // self.full
+        starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])
+        cu = self.arrays.core_units
+        per_core = np.array([[np.count_nonzero(gid[:u] == j) for j in range(len(starts))] for u in cu])
+        return starts, per_core
+
+    @functools.cached_property
+    def arrays(self) -> "DomainArrays":
+        cu = np.array(self.core_units, dtype=np.int64)
+        gu = np.array(self.group_units, dtype=np.int64)
+        gc = np.array(self.group_core, dtype=np.int64)
+        core_start = np.concatenate([[0], np.cumsum(cu)[:-1]])
+        group_start = np.concatenate([[0], np.cumsum(gu)[:-1]])
+        unit_group = np.repeat(np.arange(len(gu)), gu)
+        unit_core = gc[unit_group]
+        core_groups = np.bincount(gc, minlength=len(cu))
+        core_group_start = np.concatenate([[0], np.cumsum(core_groups)[:-1]])
+        return DomainArrays(cu, gu, gc, core_start, group_start, unit_group, unit_core, core_group_start)
+
+
+@dataclass(frozen=True)
+class DomainArrays:
+    core_units: np.ndarray
+    group_units: np.ndarray
+    group_core: np.ndarray
+    core_start: np.ndarray        # first unit of every core
+    group_start: np.ndarray       # first unit of every group
+    unit_group: np.ndarray
+    unit_core: np.ndarray
+    core_group_start: np.ndarray  # first group of every core
+
+
+@functools.lru_cache(maxsize=256)
+def domain(n_experts: int, core_side: int, groups_per_core: int, die_units_x: int = 16, die_units_y: int = 20,
+           core_remainder: str = "partial") -> Domain:
+    """The dies, cores and groups a layer of ``n_experts`` experts is scheduled on."""
+    per_die = die_core_units(core_side, die_units_x, die_units_y, core_remainder)
+    die_units = sum(per_die)
+    if die_units == 0:
+        raise ValueError("a die without whole cores")
+    dies = max(1, math.ceil(n_experts / die_units))
+    full = core_side * core_side
+    g = max(1, min(groups_per_core, full))
+    core_units: list[int] = []
+    group_units: list[int] = []
+    group_core: list[int] = []
+    for _ in range(dies):
+        for u in per_die:
+            c = len(core_units)
+            core_units.append(u)
+            ids = [i * g // full for i in range(u)]       # group of each unit of this core
+            for grp in sorted(set(ids)):
+                group_units.append(ids.count(grp))
+                group_core.append(c)
+    return Domain(dies, core_side, g, tuple(core_units), tuple(group_units), tuple(group_core))
+
+
+# -- placement ------------------------------------------------------------------------------------
+def place(policy: str, dom: Domain, profile_load: np.ndarray, coact: np.ndarray | None = None) -> np.ndarray:
+    """Unit of every expert of every layer: int64 [layers, E] (a unit holds one expert per layer).
+
+    ``profile_load`` [layers, E] is the mean tokens per step from the profiling window;
+    ``coact`` [layers, E, E] (coactivation only) the mean co-firing tokens per step of each pair."""
+    L, E = profile_load.shape
+    if E > dom.units:
+        raise ValueError(f"{E} experts do not fit on {dom.units} units")
+    if policy == "contiguous":
+        return np.broadcast_to(np.arange(E, dtype=np.int64), (L, E)).copy()
+    if policy not in ("lpt", "coactivation"):
+        raise ValueError(f"unknown placement {policy!r} (allowed: {', '.join(POLICIES)})")
+    if policy == "coactivation" and coact is None:
+        raise ValueError("coactivation placement needs pair counts")
+    return _lpt(dom, np.asarray(profile_load, dtype=np.float64),
+                None if policy == "lpt" else np.asarray(coact, dtype=np.float64))
+
+
+def _lpt(dom: Domain, load: np.ndarray, coact: np.ndarray | None) -> np.ndarray:
+    """Greedy LPT over cores then groups, vectorised over layers (one pass per expert rank)."""
+    a = dom.arrays
+    L, E = load.shape
+    N, G = dom.n_cores, dom.n_groups
+    rows = np.arange(L)
+    order = np.argsort(-load, axis=1, kind="stable")                  # experts, hottest first
+    core_pes = a.core_units.astype(np.float64)
+    core_load = np.zeros((L, N))
+    core_free = np.broadcast_to(a.core_units, (L, N)).copy()
+    group_load = np.zeros((L, G))
+    group_free = np.broadcast_to(a.group_units, (L, G)).copy()
+    group_next = np.broadcast_to(a.group_start, (L, G)).copy()        # next free unit of each group
+    member = np.zeros((L, N, E)) if coact is not None else None       # experts already on each core
+    group_pes = a.group_units.astype(np.float64)
+    slot = np.empty((L, E), dtype=np.int64)
+    w = float(C.coactivation_weight)
+    for r in range(E):
+        e = order[:, r]
+        le = load[rows, e]
+        cost = (core_load + le[:, None]) / core_pes
+        if member is not None:
+            co = np.einsum("lne,le->ln", member, coact[rows, e])
+            cost = cost + w * co / core_pes
+        cost += 1e-9 * (1.0 - core_free / core_pes)                   # tie: the emptiest core
+        cost[core_free == 0] = np.inf
+        c = np.argmin(cost, axis=1)
+        # the least-loaded group (per PE tile) with a free unit on that core
+        gcost = group_load / group_pes + 1e-9 * np.arange(G)
+        gcost[(a.group_core[None, :] != c[:, None]) | (group_free == 0)] = np.inf
+        g = np.argmin(gcost, axis=1)
+        slot[rows, e] = group_next[rows, g]
+        group_next[rows, g] += 1
+        group_free[rows, g] -= 1
+        group_load[rows, g] += le
+        core_free[rows, c] -= 1
+        core_load[rows, c] += le
+        if member is not None:
+            member[rows, c, e] = 1.0
+    return slot
+
+
+def inverse(slot: np.ndarray, n_units: int) -> np.ndarray:
+    """Expert on every unit (E = empty) per layer: int64 [layers, units], for gathers."""
+    L, E = slot.shape
+    inv = np.full((L, n_units), E, dtype=np.int64)
+    inv[np.arange(L)[:, None], slot] = np.arange(E)[None, :]
+    return inv

@@ -1,0 +1,278 @@
+"""The trace-driven MFU-cascade scheduler (spec section 5), vectorised over steps and layers.
+
+Input: per (step, layer) expert loads n_e (tokens routed to expert e), a placement (unit of every
+expert, :mod:`dse.mapping.placement`) and the knobs ``tile_width`` w, ``pooling``, ``fetch``,
+``fetch_queue_depth``. Definitions (the plain-Python oracle in ``tests/oracle_scheduler.py``
+implements the same rules job by job):
+
+* A job is up to w tokens of one expert: expert e issues ceil(n_e / w) jobs; T = sum n_e token-expert
+  pairs, J = sum of jobs. A round is one pass of every busy PE tile over its expert's weights.
+* Scheduling window: ``fetch = 'fifo'`` schedules every (step, layer) on its own (tokens are served
+  in arrival order, so a core idles until the step's hottest core finishes). ``fetch = 'load_aware'``
+  lets an idle core pull tokens already routed to its resident experts from the next queued
+  batches, up to ``fetch_queue_depth`` batch slots (decode steps of the same layer): jobs of Q
+  consecutive steps form one window and the window's rounds are shared by its steps.
+* ``pooling = 'direct'``: a group runs only its own experts' jobs, on its u PE tiles:
+  rounds_g = ceil(O_g / u_g) (O_g = jobs of the group's experts); the layer takes the maximum.
+* ``pooling = 'broadcast'`` (two-stage, core-local): owners first keep up to R_c u_g of their own
+  jobs, R_c = ceil(J_c / P_c) (J_c = jobs of the core, P_c = its PE tiles); the overflow
+  X_g = O_g - R_c u_g of hot experts then runs on idle tiles of the same core, fed by a multicast
+  of the owner's read-out; the core finishes in exactly R_c rounds (unit jobs, any tile of the
+  core may run any of its jobs). The layer takes max_c R_c.
+* Concurrent multicast streams of a core = experts whose jobs run outside their owner group:
+  per group, the fewest hottest experts whose jobs cover X_g (all overflow runs concurrently in
+  stage two). Each stream is one unit read-out (51.2 GB/s) on the core mesh.
+* Read-outs per layer: without pooling one per job (J); with pooling an expert is read once per
+  round it runs in, owners running it every round until their share is done and helpers sharing
+  that multicast: sum_e min(jobs_e, R_c).
+* Cascade (ratio of sums over all steps and layers, so actual = ideal x occupancy exactly):
+  ideal MFU = T / (w J), occupancy = J / (P rounds), actual MFU = T / (w P rounds), with P the
+  PE tiles of the layer's scheduling domain (:func:`dse.mapping.placement.domain`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+
+from dse.mapping.placement import Domain
+
+# Keep per-(window, layer, core) stream counts when at most this many (else the histogram only).
+KEEP_STREAMS_MAX = 4_000_000
+
+
+@dataclass
+class Schedule:
+    """Per-(step, layer) outcome of scheduling a trace, plus the multicast stream distribution."""
+    tile_width: int
+    pooling: str
+    fetch: str
+    window: int                     # steps per scheduling window (1 = fifo)
+    pes: int                        # PE tiles of the scheduling domain (N G for one-unit groups)
+    n_cores: int
+    core_units: tuple[int, ...]
+    tokens: np.ndarray              # [steps, layers] token-expert pairs T
+    jobs: np.ndarray                # [steps, layers] jobs J
+    union: np.ndarray               # [steps, layers] active experts U
+    rounds: np.ndarray              # [steps, layers] critical-path rounds (window rounds / window steps)
+    readouts_pooled: np.ndarray     # [steps, layers]
+    readouts_unpooled: np.ndarray   # [steps, layers]
+    streams_hist: np.ndarray        # count of (window, layer, active core) samples with s streams
+    streams: np.ndarray | None = field(default=None, repr=False)  # [windows, layers, cores] or None
+    overflow_jobs: float = 0.0      # jobs run outside their owner group (broadcast)
+
+    # -- summaries ------------------------------------------------------------------------------
+    @property
+    def samples(self) -> int:
+        return int(self.tokens.size)
+
+    @property
+    def ideal_mfu(self) -> float:
+        return float(self.tokens.sum()) / (self.tile_width * max(1.0, float(self.jobs.sum())))
+
+    @property
+    def occupancy(self) -> float:
+        r = float(self.rounds.sum())
+        return float(self.jobs.sum()) / (self.pes * r) if r else 0.0
+
+    @property
+    def actual_mfu(self) -> float:
+        r = float(self.rounds.sum())
+        return float(self.tokens.sum()) / (self.tile_width * self.pes * r) if r else 0.0
+
+    @property
+    def rounds_mean(self) -> float:
+        return float(self.rounds.mean())
+
+    @property
+    def jobs_per_layer(self) -> float:
+        return float(self.jobs.mean())
+
+    @property
+    def union_mean(self) -> float:
+        return float(self.union.mean())
+
+    def streams_quantile(self, q: float) -> float:
+        """Quantile of the concurrent multicast streams per active core (from the histogram)."""
+        h = self.streams_hist
+        n = int(h.sum())
+        if n == 0:
+            return 0.0
+        cdf = np.cumsum(h)
+        return float(np.searchsorted(cdf, q * n - 1e-9, side="left"))
+
+    @property
+    def streams_mean(self) -> float:
+        h = self.streams_hist
+        n = h.sum()
+        return float((np.arange(h.size) * h).sum() / n) if n else 0.0
+
+    @property
+    def streams_p99(self) -> float:
+        return self.streams_quantile(0.99)
+
+    @property
+    def streams_peak(self) -> float:
+        nz = np.nonzero(self.streams_hist)[0]
+        return float(nz[-1]) if nz.size else 0.0
+
+    def summary(self) -> dict[str, float]:
+        return {
+            "ideal_mfu": self.ideal_mfu, "occupancy": self.occupancy, "actual_mfu": self.actual_mfu,
+            "rounds": self.rounds_mean, "jobs_per_layer": self.jobs_per_layer, "union_experts": self.union_mean,
+            "multicast_streams_mean": self.streams_mean, "multicast_streams_p99": self.streams_p99,
+            "multicast_streams_peak": self.streams_peak,
+            "readouts_per_layer_pooled": float(self.readouts_pooled.mean()),
+            "readouts_per_layer_unpooled": float(self.readouts_unpooled.mean()),
+        }
+
+
+def _ceil_div(a: np.ndarray, b) -> np.ndarray:
+    return -(-a // b)
+
+
+class Scheduler:
+    """Schedules load chunks for one placement and domain.
+
+    Loads are first gathered into a padded per-core unit layout [steps, layers, cores, side^2]
+    (unit i of core c at [..., c, i]; padding and empty units hold 0), so every reduction over a
+    core or group is over a contiguous last axis. :meth:`run` takes [steps, layers, E] load chunks
+    (whole fetch windows each); :meth:`run_layout` takes chunks already in the layout (cached by the
+    routing stage per placement)."""
+
+    def __init__(self, dom: Domain, slot: np.ndarray, tile_width: int, pooling: str = "broadcast",
+                 fetch: str = "fifo", queue_depth: int = 16):
+        if pooling not in ("direct", "broadcast"):
+            raise ValueError(f"pooling {pooling!r}: allowed direct, broadcast")
+        if fetch not in ("fifo", "load_aware"):
+            raise ValueError(f"fetch {fetch!r}: allowed fifo, load_aware")
+        self.dom = dom
+        self.w = int(tile_width)
+        self.pooling, self.fetch = pooling, fetch
+        self.window = 1 if fetch == "fifo" else max(1, int(queue_depth))
+        L, E = slot.shape
+        self.L, self.E = L, E
+        self.N, self.F = dom.n_cores, dom.full
+        pos = dom.unit_pos[slot]                                           # [L, E]
+        inv = np.full((L, self.N * self.F), E, dtype=np.intp)
+        inv[np.arange(L)[:, None], pos] = np.arange(E)[None, :]
+        self.inv = inv
+        self.core_units = np.array(dom.core_units, dtype=np.int32)
+        starts, per_core = dom.group_layout
+        self.group_starts, self.group_pes = starts, per_core.astype(np.int32)   # [Gc], [N, Gc]
+        self.simple = len(starts) == self.F                                 # one-unit groups
+        if not self.simple:
+            sizes = np.diff(np.r_[starts, self.F])
+            mem = np.full((len(starts), int(sizes.max())), self.F, dtype=np.intp)   # pad -> zero column
+            for g, (st, n) in enumerate(zip(starts, sizes)):
+                mem[g, :n] = np.arange(st, st + n)
+            self.group_members = mem
+
+    def layout(self, loads: np.ndarray) -> np.ndarray:
+        """Loads [s, layers, E] -> the padded unit layout [s, layers, cores, side^2] (int16)."""
+        if loads.ndim != 3 or loads.shape[1:] != (self.L, self.E):
+            raise ValueError(f"loads chunk shape {loads.shape}, expected [steps, {self.L}, {self.E}]")
+        s = loads.shape[0]
+        dt = np.int16 if int(loads.max(initial=0)) < 32000 else np.int32
+        pad = np.zeros((s, self.L, self.E + 1), dtype=dt)
+        pad[:, :, :self.E] = loads
+        return np.take_along_axis(pad, self.inv[None], axis=2).reshape(s, self.L, self.N, self.F)
+
+    # -- one chunk ------------------------------------------------------------------------------
+    def _chunk(self, ul: np.ndarray, memo: dict | None = None):
+        w = self.w
+        s = ul.shape[0]
+        memo = {} if memo is None else memo
+        if ("jobs", w) not in memo:
+            memo[("jobs", w)] = ul if w == 1 else (ul + (w - 1)) // w
+            memo[("jsum", w)] = memo[("jobs", w)].sum(axis=(2, 3), dtype=np.int64)
+        if "tokens" not in memo:
+            memo["tokens"] = ul.sum(axis=(2, 3), dtype=np.int64)
+            memo["union"] = np.count_nonzero(ul.reshape(s, self.L, -1), axis=2)
+        jobs, jsum = memo[("jobs", w)], memo[("jsum", w)]
+        tokens, union = memo["tokens"], memo["union"]
+        if self.window > 1:
+            jw = np.add.reduceat(jobs.astype(np.int32), np.arange(0, s, self.window), axis=0)
+        else:
+            jw = jobs
+        jc = jw.sum(axis=3, dtype=np.int32)                                 # [nw, L, N]
+        rc = _ceil_div(jc, self.core_units)                                 # broadcast rounds per core
+        rcx = rc[..., None]
+        og = None
+        if self.pooling == "direct":
+            if self.simple:
+                rho = jw.max(axis=(2, 3))
+            else:
+                og = np.add.reduceat(jw, self.group_starts, axis=3, dtype=np.int32)
+                rho = _ceil_div(og, np.maximum(self.group_pes, 1)).max(axis=(2, 3))
+        else:
+            rho = rc.max(axis=2)
+        ro_pooled = np.minimum(jw, rcx).sum(axis=(2, 3), dtype=np.int64)    # one read-out per round run
+        if self.pooling == "broadcast":
+            if self.simple:
+                streams = (jw > rcx).sum(axis=3, dtype=np.int32)
+                overflow = float(jc.sum(dtype=np.int64) - ro_pooled.sum())   # sum_u max(0, j_u - R_c)
+            else:
+                og = np.add.reduceat(jw, self.group_starts, axis=3, dtype=np.int32)
+                xg = np.maximum(og - rcx * self.group_pes, 0)               # [nw, L, N, Gc]
+                pad = np.concatenate([jw, np.zeros(jw.shape[:3] + (1,), dtype=jw.dtype)], axis=3)
+                mem = -np.sort(-pad[..., self.group_members], axis=4)       # hottest first
+                excl = np.cumsum(mem, axis=4) - mem
+                streams = ((excl < xg[..., None]) & (mem > 0)).sum(axis=(3, 4), dtype=np.int32)
+                overflow = float(xg.sum())
+        else:
+            streams = np.zeros(jc.shape, dtype=np.int32)
+            overflow = 0.0
+        hist = np.bincount(streams[jc > 0].ravel(), minlength=1)
+        if self.window > 1:
+            sizes = np.diff(np.append(np.arange(0, s, self.window), s))
+            rounds = np.repeat(rho / sizes[:, None], sizes, axis=0)
+            ro_p = np.repeat(ro_pooled / sizes[:, None], sizes, axis=0)
+        else:
+            rounds, ro_p = rho.astype(np.float64), ro_pooled.astype(np.float64)
+        return tokens, jsum, union, rounds, ro_p, hist, streams, overflow
+
+    def run(self, chunks: Iterable[np.ndarray]) -> Schedule:
+        """Schedule [steps, layers, E] load chunks (each a whole number of fetch windows)."""
+        return self.run_layout(self.layout(c) for c in chunks)
+
+    def run_layout(self, unit_chunks: Iterable[np.ndarray], memo: dict | None = None) -> Schedule:
+        """Schedule chunks in the unit layout. ``memo`` (a dict kept with a cached single-chunk
+        layout) remembers the design-independent parts: tokens, union and jobs per tile width."""
+        parts: list[tuple] = []
+        hist = np.zeros(1, dtype=np.int64)
+        keep: list[np.ndarray] | None = []
+        kept = 0
+        overflow = 0.0
+        for ul in unit_chunks:
+            t, j, u, r, rp, h, st, ov = self._chunk(ul, memo)
+            parts.append((t, j, u, r, rp))
+            if h.size > hist.size:
+                hist = np.pad(hist, (0, h.size - hist.size))
+            hist[:h.size] += h
+            overflow += ov
+            if keep is not None:
+                kept += st.size
+                if kept <= KEEP_STREAMS_MAX:
+                    keep.append(st.astype(np.int16))
+                else:
+                    keep = None
+        if not parts:
+            raise ValueError("no steps to schedule")
+        cat = [p[0] if len(parts) == 1 else np.concatenate(p, axis=0) for p in zip(*parts)]
+        return Schedule(
+            tile_width=self.w, pooling=self.pooling, fetch=self.fetch, window=self.window,
+            pes=self.dom.units, n_cores=self.dom.n_cores, core_units=self.dom.core_units,
+            tokens=cat[0], jobs=cat[1], union=cat[2], rounds=cat[3], readouts_pooled=cat[4],
+            readouts_unpooled=cat[1].astype(np.float64), streams_hist=hist,
+            streams=(keep[0] if len(keep) == 1 else np.concatenate(keep, axis=0)) if keep else None,
+            overflow_jobs=overflow)
+
+
+def schedule(loads: np.ndarray | Iterable[np.ndarray], dom: Domain, slot: np.ndarray, tile_width: int,
+             pooling: str = "broadcast", fetch: str = "fifo", queue_depth: int = 16) -> Schedule:
+    """Schedule a load array [steps, layers, E] (or an iterable of such chunks)."""
+    sch = Scheduler(dom, slot, tile_width, pooling, fetch, queue_depth)
+    chunks = [loads] if isinstance(loads, np.ndarray) else loads
+    return sch.run(chunks)

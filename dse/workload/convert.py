@@ -1,0 +1,267 @@
+"""Router dumps -> traces (``dse trace convert``).
+
+Accepted inputs (several files are concatenated in the order given):
+
+1. **Routes JSON** (the per-token dump of the moe-ocs tooling, vLLM / MLX backends)::
+
+     {"meta": {"num_experts": 256, "top_k": 8, "num_moe_layers": 40, ...},
+      "routes": [{"token_pos": 0, "phase": "prefill" | "decode",
+                  "layers": {"0": {"experts": [k ids], "weights": [...]}, "1": ...}}, ...]}
+
+   A layer entry may also be a bare list of ids. Layer keys must be integers; when they are not
+   0..L-1 (e.g. absolute layer numbers of the MoE layers) they are renumbered in sorted order.
+
+2. **JSON lines** (``.jsonl`` / ``.ndjson``, or a ``.json`` holding a list), one object per line:
+
+   * per token and layer: ``{"token": 17, "layer": 3, "experts": [5, 9, ...]}`` (as written by a
+     forward hook on a router: vLLM / SGLang ``topk_ids``, HF ``router_logits.topk``, MLX
+     ``argpartition``); or
+   * per token, all layers: ``{"token": 17, "layers": {"0": [ids], "1": [ids], ...}}``.
+
+   Aliases: ``token`` = ``token_pos`` | ``position`` | ``pos``; ``layer`` = ``layer_idx`` |
+   ``layer_id``; ``experts`` = ``expert_ids`` | ``topk_ids`` | ``ids``. Optional ``phase``
+   (filtered like the routes format) and ``step``: when every record has a ``step``, tokens are
+   grouped by it (every step must then hold the same number of tokens, the batch); otherwise tokens
+   are ordered by ``token`` and cut into consecutive decode steps of the batch.
+
+The batch defaults to the model's native batch, or to all the tokens (one step) when there are
+fewer; a trailing partial step is dropped. The model is ``--model`` or, when omitted, the one
+catalog model whose (layers, experts, top-k) match the dump's ``meta``. Every problem is one
+:class:`~dse.errors.TraceError` line naming the file and the record.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from dse.errors import TraceError
+from dse.workload.trace import Trace, TraceMeta, check_ids, check_model, id_dtype
+
+TOKEN_KEYS = ("token", "token_pos", "position", "pos")
+LAYER_KEYS = ("layer", "layer_idx", "layer_id")
+EXPERT_KEYS = ("experts", "expert_ids", "topk_ids", "ids")
+PHASES = ("decode", "prefill", "all")
+
+
+def _get(rec: dict, keys: tuple[str, ...]):
+    for k in keys:
+        if k in rec:
+            return rec[k]
+    return None
+
+
+def _ids(v: Any, where: str) -> list[int]:
+    if isinstance(v, dict):
+        v = _get(v, EXPERT_KEYS)
+    if not isinstance(v, list) or not v or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        raise TraceError(f"{where}: expected a non-empty list of integer expert ids, got {str(v)[:60]}")
+    return v
+
+
+class _Tokens:
+    """Collects per-token, per-layer ids from any input format."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[Any, Any, dict[int, list[int]]]] = []   # (step, order key, layer -> ids)
+        self.meta: dict[str, Any] = {}
+        self.dropped = 0
+
+    def add(self, step, order, layers: dict[int, list[int]]) -> None:
+        self.records.append((step, order, layers))
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise TraceError(f"{path}: is a directory, expected a router dump") from None
+    except UnicodeDecodeError:
+        raise TraceError(f"{path}: not a UTF-8 text file (expected JSON or JSON lines)") from None
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise TraceError(f"{path}: JSON nested too deeply") from None
+
+
+def _layer_map(keys: Iterable, where: str) -> dict[Any, int]:
+    try:
+        ints = sorted(int(k) for k in keys)
+    except (TypeError, ValueError):
+        raise TraceError(f"{where}: layer keys must be integers, got {sorted(map(str, keys))[:5]}") from None
+    return {k: i for i, k in enumerate(ints)}
+
+
+def _read_routes(doc: dict, path: Path, acc: _Tokens, phase: str) -> None:
+    meta = doc.get("meta") or {}
+    if not isinstance(meta, dict):
+        raise TraceError(f"{path}: meta must be an object")
+    acc.meta.update(meta)
+    routes = doc["routes"]
+    if not isinstance(routes, list):
+        raise TraceError(f"{path}: routes must be a list of token records")
+    for i, r in enumerate(routes):
+        where = f"{path}: routes[{i}]"
+        if not isinstance(r, dict) or not isinstance(r.get("layers"), dict):
+            raise TraceError(f"{where}: expected an object with a 'layers' object")
+        if phase != "all" and r.get("phase", "decode") != phase:
+            acc.dropped += 1
+            continue
+        lm = _layer_map(r["layers"].keys(), where)
+        layers = {lm[int(k)]: _ids(v, f"{where}.layers.{k}") for k, v in r["layers"].items()}
+        acc.add(None, (len(acc.records), r.get("token_pos", i)), layers)
+
+
+def _read_lines(lines: Iterable[tuple[int, Any]], path: Path, acc: _Tokens, phase: str) -> None:
+    per_token: dict[Any, dict] = {}
+    for lineno, rec in lines:
+        where = f"{path}: line {lineno}"
+        if not isinstance(rec, dict):
+            raise TraceError(f"{where}: expected a JSON object per line")
+        if phase != "all" and rec.get("phase", "decode") != phase:
+            acc.dropped += 1
+            continue
+        tok = _get(rec, TOKEN_KEYS)
+        if tok is None:
+            raise TraceError(f"{where}: missing the token index (one of {', '.join(TOKEN_KEYS)})")
+        step = rec.get("step")
+        key = (step, tok)
+        slot = per_token.setdefault(key, {"line": lineno, "layers": {}})
+        if isinstance(rec.get("layers"), dict):
+            lm = _layer_map(rec["layers"].keys(), where)
+            for k, v in rec["layers"].items():
+                slot["layers"][lm[int(k)]] = _ids(v, f"{where}: layers.{k}")
+            continue
+        layer = _get(rec, LAYER_KEYS)
+        if not isinstance(layer, int) or isinstance(layer, bool) or layer < 0:
+            raise TraceError(f"{where}: missing or bad layer index (one of {', '.join(LAYER_KEYS)}; an integer >= 0)")
+        if layer in slot["layers"]:
+            raise TraceError(f"{where}: token {tok} layer {layer} appears twice")
+        slot["layers"][layer] = _ids(_get(rec, EXPERT_KEYS), f"{where}: experts")
+    all_layers = sorted({l for v in per_token.values() for l in v["layers"]})
+    lm = {l: i for i, l in enumerate(all_layers)}
+    for (step, tok), v in per_token.items():
+        acc.add(step, (step if step is not None else 0, tok), {lm[l]: ids for l, ids in v["layers"].items()})
+
+
+def _read_file(path: Path, acc: _Tokens, phase: str) -> None:
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        try:
+            fh = open(path, encoding="utf-8-sig")
+        except FileNotFoundError:
+            raise TraceError(f"{path}: no such file") from None
+        except OSError as exc:
+            raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+        def lines():
+            with fh:
+                try:
+                    for n, line in enumerate(fh, 1):
+                        if line.strip():
+                            try:
+                                yield n, json.loads(line)
+                            except json.JSONDecodeError as exc:
+                                raise TraceError(f"{path}: line {n}: not valid JSON ({exc.msg})") from None
+                except UnicodeDecodeError:
+                    raise TraceError(f"{path}: not a UTF-8 text file (expected JSON lines)") from None
+        _read_lines(lines(), path, acc, phase)
+        return
+    doc = _read_json(path)
+    if isinstance(doc, dict) and "routes" in doc:
+        _read_routes(doc, path, acc, phase)
+    elif isinstance(doc, list):
+        _read_lines(enumerate(doc, 1), path, acc, phase)
+    else:
+        raise TraceError(f"{path}: unrecognised router dump (expected a 'routes' JSON object, a JSON list of "
+                         f"records or JSON lines; see `dse trace convert --help`)")
+
+
+def _infer_model(meta: dict, layers: int, k: int, path: str) -> str:
+    from dse.workload.catalog import catalog
+    E = meta.get("num_experts")
+    cands = [m.name for m in catalog().values()
+             if m.moe_layers == layers and m.top_k == k and (E is None or m.experts == E)]
+    if len(cands) == 1:
+        return cands[0]
+    shape = f"{layers} layers x {E if E is not None else '?'} experts, top-{k}"
+    if not cands:
+        raise TraceError(f"{path}: no catalog model has {shape}; pass --model NAME (see `dse models`) or add "
+                         f"the model with --catalog FILE")
+    raise TraceError(f"{path}: several catalog models have {shape} ({', '.join(cands)}); pass --model NAME")
+
+
+def convert(paths: list[str | Path], model: str | None = None, batch: int | None = None,
+            phase: str = "decode") -> Trace:
+    """Read router dumps and build a validated trace [steps, layers, B, k]."""
+    from dse.workload.catalog import get_model
+    if phase not in PHASES:
+        raise TraceError(f"phase {phase!r}: allowed {', '.join(PHASES)}")
+    paths = [Path(p) for p in paths]
+    name = ", ".join(map(str, paths))
+    acc = _Tokens()
+    for p in paths:
+        _read_file(p, acc, phase)
+    if not acc.records:
+        extra = f" ({acc.dropped} records of other phases; try --phase all)" if acc.dropped else ""
+        raise TraceError(f"{name}: no {phase} tokens{extra}")
+    # shape: every token has the same layers 0..L-1 and k ids per layer
+    L = 1 + max(max(r[2]) for r in acc.records)
+    k = len(next(iter(acc.records[0][2].values())))
+    for i, (step, order, layers) in enumerate(acc.records):
+        if len(layers) != L:
+            missing = sorted(set(range(L)) - set(layers))
+            raise TraceError(f"{name}: token {order[1]}: has {len(layers)} of {L} layers (missing layer "
+                             f"{missing[0]}); every token needs top-k ids for every MoE layer")
+        for l, ids in layers.items():
+            if len(ids) != k:
+                raise TraceError(f"{name}: token {order[1]} layer {l}: {len(ids)} expert ids, expected top-{k} "
+                                 f"(as the first token)")
+    mname = model or _infer_model(acc.meta, L, k, name)
+    m = get_model(mname)
+    if acc.meta.get("num_experts") not in (None, m.experts):
+        raise TraceError(f"{name}: dump routes over {acc.meta['num_experts']} experts, but model {m.name} has "
+                         f"{m.experts} (wrong model?)")
+    # order tokens and cut into steps
+    explicit = all(r[0] is not None for r in acc.records)
+    recs = sorted(acc.records, key=lambda r: r[1]) if not explicit else acc.records
+    if explicit:
+        by_step: dict[Any, list] = {}
+        for r in sorted(recs, key=lambda r: r[1]):
+            by_step.setdefault(r[0], []).append(r)
+        sizes = {len(v) for v in by_step.values()}
+        if len(sizes) != 1:
+            raise TraceError(f"{name}: steps hold different token counts ({sorted(sizes)[:4]}); every decode step "
+                             f"must hold the batch's tokens")
+        B = sizes.pop()
+        if batch is not None and batch != B:
+            raise TraceError(f"{name}: records carry steps of {B} tokens; --batch {batch} contradicts them")
+        ordered = [r for s in sorted(by_step, key=lambda x: (str(type(x)), x)) for r in by_step[s]]
+        steps = len(by_step)
+        src_b = f"steps from records, B={B}"
+    else:
+        n = len(recs)
+        B = batch or (m.native_batch if n >= m.native_batch else n)
+        if B > n:
+            raise TraceError(f"{name}: only {n} {phase} tokens, fewer than batch {B} (pass --batch <= {n})")
+        steps = n // B
+        ordered = recs[:steps * B]
+        src_b = f"{n} tokens cut into {steps} steps of B={B}" + (f", {n - steps * B} dropped" if n % B else "")
+    arr = np.empty((steps * B, L, k), dtype=np.int64)
+    for t, (_, _, layers) in enumerate(ordered):
+        for l, ids in layers.items():
+            arr[t, l] = ids
+    ids = arr.reshape(steps, B, L, k).transpose(0, 2, 1, 3)
+    check_ids(ids, m.experts, name)
+    src = f"converted from {name} ({phase} tokens; {src_b})"
+    meta = TraceMeta(m.name, B, steps, L, k, m.experts, src, name)
+    check_model(meta, m.name)
+    return Trace(meta, np.ascontiguousarray(ids.astype(id_dtype(m.experts))))

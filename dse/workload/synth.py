@@ -1,0 +1,333 @@
+"""Seeded synthetic routing traces calibrated to a model's measured routing statistics.
+
+Generative model (per MoE layer; layers are independent, as measured cross-layer co-activation
+is near uniform):
+
+* popularity: a static per-layer log-popularity, ``skew`` x N(0, 1) per expert (log-normal expert
+  popularity), or the log of a measured profile's heat (``profile``), corrected so that top-k
+  sampling reproduces the measured selection frequencies;
+* persistence: a drifting log-popularity, an AR(1) process per expert with stationary std
+  ``drift`` and step-to-step correlation ``drift_corr`` (a slowly moving hot set);
+* coactivation: each of the B batch slots is one request with a topic (``topics`` topics; a
+  request ends with probability ``turnover`` per step and a new one draws a new topic); a topic
+  boosts ``topic_experts`` experts per layer by ``topic_boost`` in log-popularity, so the experts
+  of one topic fire together (random sets, or grown from the profile's measured top pairs);
+* routing: each token takes the top-k of log-popularity + Gumbel noise, i.e. k experts without
+  replacement from the softmax (Plackett-Luce), distinct by construction.
+
+The parameters of each catalog model with published routing statistics are calibrated
+(:func:`calibrate`, ``dse trace synth --calibrate``) and stored with their targets and achieved
+values in ``dse/data/profiles/synth.toml``; other models use the default (Qwen3.5-35B) parameters,
+with their measured profile when one is shipped. Same (model, B, steps, seed, profile, params) ->
+same trace, bit for bit.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import zlib
+from statistics import NormalDist
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Iterator
+
+import numpy as np
+
+from dse.data import load_toml
+from dse.errors import ConfigError
+from dse.workload.trace import Trace, TraceMeta, id_dtype
+
+SYNTH_FILE = ("profiles", "synth.toml")
+DEFAULT_CALIBRATION = "qwen3.5-35b-a3b"
+
+
+@dataclass(frozen=True)
+class SynthParams:
+    skew: float = 1.4            # scale of the static per-layer log-popularity (normal scores)
+    tail_cap: float = 2.0        # normal scores capped at this many std (a flat hot set, no lone giant)
+    drift: float = 0.6           # stationary std of the drifting log-popularity
+    drift_corr: float = 0.9      # step-to-step correlation of the drift
+    topics: int = 16             # request topics
+    topic_experts: int = 16      # experts a topic boosts per layer
+    topic_boost: float = 1.5     # log-popularity boost of a topic's experts
+    turnover: float = 0.02       # per-step probability that a request is replaced
+
+    def check(self) -> "SynthParams":
+        bad = [f.name for f in fields(self) if not math.isfinite(getattr(self, f.name)) or getattr(self, f.name) < 0]
+        if bad or not 0 <= self.drift_corr < 1 or self.topics < 1 or not 0 <= self.turnover <= 1:
+            raise ConfigError(f"synthetic parameters {asdict(self)}: skew, drift, topic_boost >= 0, "
+                              f"0 <= drift_corr < 1, topics >= 1, 0 <= turnover <= 1")
+        return self
+
+
+@functools.cache
+def calibration_table() -> dict:
+    try:
+        return load_toml(*SYNTH_FILE)
+    except FileNotFoundError:
+        return {}
+
+
+def params_for(model_name: str) -> tuple[SynthParams, str]:
+    """Calibrated parameters of a model, else the default model's; (params, where from)."""
+    table = calibration_table()
+    entry = table.get(model_name)
+    src = model_name
+    if entry is None:
+        entry, src = table.get(DEFAULT_CALIBRATION), f"{DEFAULT_CALIBRATION} (default)"
+    if entry is None:
+        return SynthParams(), "built-in defaults (uncalibrated)"
+    names = {f.name for f in fields(SynthParams)}
+    return SynthParams(**{k: v for k, v in entry.get("params", {}).items() if k in names}), src
+
+
+def _rng(model: str, seed: int, stream: str) -> np.random.Generator:
+    return np.random.default_rng([int(seed), zlib.crc32(model.encode()), zlib.crc32(stream.encode())])
+
+
+@dataclass
+class _Layerwise:
+    base: np.ndarray          # [L, E] static log-popularity
+    topic_mask: np.ndarray    # [C, L, E] float boost
+
+
+def _topic_sets_random(rng, C: int, L: int, E: int, m: int) -> np.ndarray:
+    m = min(m, E)
+    keys = rng.random((C, L, E))
+    idx = np.argpartition(keys, m - 1, axis=2)[:, :, :m] if m < E else np.broadcast_to(np.arange(E), (C, L, E))
+    mask = np.zeros((C, L, E), dtype=bool)
+    np.put_along_axis(mask, idx, True, axis=2)
+    return mask
+
+
+def _topic_sets_profile(rng, prof, layer_rows: np.ndarray, C: int, E: int, m: int) -> np.ndarray:
+    """Topic sets grown from measured pairs: a seed pair, then its strongest neighbours."""
+    L = len(layer_rows)
+    mask = np.zeros((C, L, E), dtype=bool)
+    rand = _topic_sets_random(rng, C, L, E, m)
+    for l, row in enumerate(layer_rows):
+        sel = prof.pairs[:, 0] == row
+        pr, lift = prof.pairs[sel, 1:], prof.pair_lift[sel]
+        if len(pr) == 0:
+            mask[:, l] = rand[:, l]
+            continue
+        for c in range(C):
+            i, j = pr[rng.integers(len(pr))]
+            chosen = {int(i), int(j)}
+            nb = [(lift[q], int(a) if int(b) in chosen else int(b)) for q, (a, b) in enumerate(pr)
+                  if (int(a) in chosen) != (int(b) in chosen)]
+            for _, e in sorted(nb, reverse=True):
+                if len(chosen) >= m:
+                    break
+                chosen.add(e)
+            fill = [e for e in np.flatnonzero(rand[c, l]) if e not in chosen]
+            chosen.update(fill[:max(0, m - len(chosen))])
+            mask[c, l, list(chosen)[:m]] = True
+    return mask
+
+
+def _normal_scores(rng, L: int, E: int, cap: float) -> np.ndarray:
+    """Expected normal order statistics (quantiles (r + 1/2) / E), capped at ``cap``, permuted per
+    layer: every layer has the same popularity shape, only the expert ids differ."""
+    nd = NormalDist()
+    q = np.array([nd.inv_cdf((r + 0.5) / E) for r in range(E)])
+    q = np.minimum(q, cap)
+    return np.stack([q[rng.permutation(E)] for _ in range(L)])
+
+
+def _gumbel_topk(logits: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    u = rng.random(logits.shape, dtype=np.float32)
+    g = logits - np.log(-np.log(np.maximum(u, np.float32(1e-12))))
+    return np.argpartition(-g, k - 1, axis=-1)[..., :k]
+
+
+class Generator:
+    """Streams synthetic decode steps of one (model, B, seed, params, profile)."""
+
+    def __init__(self, model, batch: int, seed: int = 0, params: SynthParams | None = None,
+                 profile: str | None = None):
+        from dse.workload import profiles
+        self.model, self.B, self.seed = model, int(batch), int(seed)
+        self.params = (params or params_for(model.name)[0]).check()
+        self.profile = profile
+        p, E, L, k = self.params, model.experts, model.moe_layers, model.top_k
+        rng = _rng(model.name, seed, f"layers/{profile}")
+        C = max(1, int(p.topics))
+        if profile is not None:
+            prof = profiles.load(profile)
+            if prof.experts != E or prof.top_k != k:
+                raise ConfigError(f"routing profile {profile!r}: {prof.experts} experts, top-{prof.top_k}; model "
+                                  f"{model.name} has {E} experts, top-{k} (pick a profile of this model)")
+            rows = prof.layer_map(L)
+            mask = _topic_sets_profile(rng, prof, rows, C, E, int(p.topic_experts))
+            boost = p.topic_boost * mask.astype(np.float32)
+            base = self._fit_profile(prof.heat[rows], boost, rng)
+        else:
+            base = (p.skew * _normal_scores(rng, L, E, p.tail_cap)).astype(np.float32)
+            mask = _topic_sets_random(rng, C, L, E, int(p.topic_experts))
+            boost = p.topic_boost * mask.astype(np.float32)
+        self.base = base.astype(np.float32)
+        self.boost = np.ascontiguousarray(boost.transpose(1, 0, 2), dtype=np.float32)   # [L, C, E]
+
+    def _fit_profile(self, heat: np.ndarray, boost: np.ndarray, rng, iters: int = 4, n: int = 1024) -> np.ndarray:
+        """Log-popularity whose top-k selection frequencies (with topics and drift) match ``heat``."""
+        p, k = self.params, self.model.top_k
+        L, E = heat.shape
+        target = np.maximum(heat, 0.25 / max(1.0, n))
+        logit = np.log(target).astype(np.float32)
+        for _ in range(iters):
+            topics = rng.integers(boost.shape[0], size=n)
+            drift = (p.drift * rng.standard_normal((L, 1, E))).astype(np.float32)
+            lg = logit[:, None, :] + drift + boost[topics].transpose(1, 0, 2)
+            ids = _gumbel_topk(lg, k, rng)
+            freq = np.zeros((L, E))
+            np.add.at(freq, (np.arange(L)[:, None, None], ids), 1.0)
+            freq = np.maximum(freq / n, 0.25 / n)
+            logit += np.log(target / freq).astype(np.float32) * 0.8
+        return logit
+
+    def steps(self, n_steps: int, chunk: int = 16) -> Iterator[np.ndarray]:
+        """Yield id arrays [<= chunk, layers, B, k] for ``n_steps`` consecutive decode steps."""
+        p, m = self.params, self.model
+        L, E, k, B = m.moe_layers, m.experts, m.top_k, self.B
+        rng = _rng(m.name, self.seed, f"steps/{self.B}/{self.profile}")
+        C = self.boost.shape[1]
+        topic = rng.integers(C, size=B)
+        drift = (p.drift * rng.standard_normal((L, E))).astype(np.float32)
+        a = np.float32(p.drift_corr)
+        innov = np.float32(p.drift * math.sqrt(max(0.0, 1.0 - p.drift_corr ** 2)))
+        dt = id_dtype(E)
+        done = 0
+        while done < n_steps:
+            n = min(chunk, n_steps - done)
+            out = np.empty((n, L, B, k), dtype=dt)
+            for s in range(n):
+                lg = self.boost[:, topic, :] + (self.base + drift)[:, None, :]
+                out[s] = _gumbel_topk(lg, k, rng)
+                drift = a * drift + innov * rng.standard_normal((L, E), dtype=np.float32)
+                new = rng.random(B) < p.turnover
+                if new.any():
+                    topic[new] = rng.integers(C, size=int(new.sum()))
+            done += n
+            yield out
+
+
+def meta_for(model, batch: int, steps: int, seed: int, profile: str | None, params: SynthParams) -> TraceMeta:
+    prof = f", profile {profile}" if profile else ""
+    src = f"synthetic seed={seed}{prof} " + " ".join(f"{k}={v}" for k, v in asdict(params).items())
+    return TraceMeta(model.name, batch, steps, model.moe_layers, model.top_k, model.experts, src, "")
+
+
+def generate(model, batch: int, steps: int, seed: int = 0, params: SynthParams | None = None,
+             profile: str | None = None) -> Trace:
+    """A synthetic trace of ``steps`` decode steps (in memory)."""
+    g = Generator(model, batch, seed, params, profile)
+    ids = np.concatenate(list(g.steps(steps)), axis=0)
+    return Trace(meta_for(model, batch, steps, seed, profile, g.params), ids)
+
+
+def default_profile(model) -> str | None:
+    """The measured profile the generator uses for a model without calibrated statistics."""
+    from dse.workload import profiles
+    if model.routing and model.routing.get("gini") is not None:
+        return None
+    return profiles.for_model(model)
+
+
+@functools.lru_cache(maxsize=8)
+def cached(model_name: str, batch: int, steps: int, seed: int, profile: str | None = "auto",
+           profile_steps: int = 0) -> tuple[Trace, Trace | None]:
+    """(measured window, profiling window) of the default synthetic trace, generated once per
+    process for each (model, B, steps, seed, profile, profiling steps). The profiling window is
+    the ``profile_steps`` decode steps generated right before the measured window."""
+    from dse.workload.catalog import get_model
+    model = get_model(model_name)
+    prof = default_profile(model) if profile == "auto" else profile
+    tr = generate(model, batch, profile_steps + steps, seed, None, prof)
+    if profile_steps:
+        return tr.window(profile_steps), tr.window(0, profile_steps)
+    return tr, None
+
+
+# -- calibration ----------------------------------------------------------------------------------
+def targets(model) -> dict[str, float]:
+    """Flat calibration targets from the catalog's routing table (union points as union_B)."""
+    r = model.routing or {}
+    out: dict[str, float] = {}
+    for key in ("gini", "hottest_over_mean", "global_peak_hottest_over_mean", "top8_slot_share",
+                "top16_slot_share", "hot_set_persistence", "union_sliced_b8", "jobs_per_layer_b64"):
+        if key in r:
+            out[key] = float(r[key])
+    for b, u in (r.get("union") or {}).items():
+        if int(b) > 1:
+            out[f"union_{int(b)}"] = float(u)
+    return out
+
+
+def achieved(model, batch: int, steps: int, seed: int, params: SynthParams, profile: str | None = None) -> dict:
+    """The calibration statistics of a generated trace, flat keys as in :func:`targets`."""
+    from dse.workload.stats import flat_stats
+    tr = generate(model, batch, steps, seed, params, profile)
+    return flat_stats(tr)
+
+
+def loss(ach: dict, tgt: dict) -> float:
+    """Mean squared relative error over the targets the trace can measure."""
+    errs = [(ach[k] / v - 1.0) ** 2 for k, v in tgt.items() if k in ach and v]
+    return float(np.mean(errs)) if errs else 0.0
+
+
+def calibrate(model, batch: int | None = None, steps: int = 32, seed: int = 0, rounds: int = 3,
+              start: SynthParams | None = None, log=None) -> tuple[SynthParams, dict, float]:
+    """Coordinate search of the continuous parameters minimising :func:`loss` (deterministic)."""
+    B = batch or model.native_batch
+    tgt = targets(model)
+    if not tgt:
+        raise ConfigError(f"model {model.name}: no routing statistics in the catalog to calibrate to")
+    best = start or params_for(model.name)[0]
+    best_ach = achieved(model, B, steps, seed, best)
+    best_loss = loss(best_ach, tgt)
+    steps_rel = {"skew": 0.25, "tail_cap": 0.25, "drift": 0.4, "topic_boost": 0.3, "drift_corr": 0.05, "turnover": 0.5,
+                 "topic_experts": 0.4, "topics": 0.5}
+    for rnd in range(rounds):
+        for name, rel in steps_rel.items():
+            scale = rel / (1 + rnd)
+            for sign in (+1, -1):
+                cur = getattr(best, name)
+                if name == "drift_corr":
+                    val = min(0.99, max(0.0, cur + sign * scale))
+                elif name in ("topics", "topic_experts"):
+                    val = max(1, int(round(cur * (1 + sign * scale))))
+                    if val == cur:
+                        continue
+                else:
+                    val = max(0.0, cur * (1 + sign * scale)) if cur else scale
+                cand = replace(best, **{name: val})
+                a = achieved(model, B, steps, seed, cand)
+                ls = loss(a, tgt)
+                if log:
+                    log(f"round {rnd} {name}={val:.4g}: loss {ls:.5f} (best {best_loss:.5f})")
+                if ls < best_loss:
+                    best, best_ach, best_loss = cand, a, ls
+                    break
+    return best, best_ach, best_loss
+
+
+def calibration_toml(model, batch: int, steps: int, seed: int, params: SynthParams, ach: dict, ls: float) -> str:
+    """A ``synth.toml`` entry: parameters, then targets and achieved values (provenance)."""
+    tgt = targets(model)
+    lines = [f'[{_toml_key(model.name)}]',
+             f'calibrated_on = "synthetic trace B={batch}, {steps} steps, seed {seed}; targets: catalog '
+             f'[{model.name}.routing] (models.toml)"',
+             f"loss = {ls:.6f}   # mean squared relative error over the targets",
+             "params = { " + ", ".join(f"{k} = {_num(v)}" for k, v in asdict(params).items()) + " }",
+             "target = { " + ", ".join(f"{k} = {_num(v)}" for k, v in tgt.items()) + " }",
+             "achieved = { " + ", ".join(f"{k} = {_num(ach[k])}" for k in tgt if k in ach) + " }"]
+    return "\n".join(lines)
+
+
+def _toml_key(name: str) -> str:
+    return name if name.replace("-", "").replace("_", "").isalnum() else f'"{name}"'
+
+
+def _num(v) -> str:
+    return str(int(v)) if isinstance(v, int) else f"{float(v):.6g}"
