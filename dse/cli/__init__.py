@@ -17,6 +17,10 @@ COMMAND_MODULES = (
     "dse.cli.reproduce",
     "dse.cli.info",
     "dse.cli.trace",
+    "dse.cli.run",
+    "dse.cli.front",
+    "dse.cli.plot",
+    "dse.cli.export",
 )
 
 

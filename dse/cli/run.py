@@ -1,0 +1,91 @@
+"""`dse run STUDY.toml [--trials N] [--jobs J] [--storage URL] [--model NAME] [--seed S]`.
+
+Also the study arguments shared by `dse front`, `dse plot` and `dse export` (same file, storage
+and overrides address the same study).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dse.errors import ConfigError
+from dse.report import dumps, fmt
+
+
+def add_study_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("study", help="study TOML (studies/*.toml)")
+    p.add_argument("--storage", metavar="URL",
+                   help="optuna storage URL (default: SQLite under results/ beside the study file)")
+    p.add_argument("--model", help="run the study on this catalog model only (a sibling study)")
+    p.add_argument("--seed", type=_int_arg, help="seed override (a sibling study)")
+
+
+def study_from_args(args: argparse.Namespace, *, trials: int | None = None):
+    from dse.search.study import load_study
+    return load_study(args.study, model=args.model, seed=args.seed, trials=trials, storage=args.storage)
+
+
+def _int_arg(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run or resume a design-space study (optuna, multi-objective)",
+                       description="Run a study until it has its target number of finished trials; "
+                                   "re-running the same command resumes it.")
+    add_study_args(p)
+    p.add_argument("--trials", type=_int_arg, help="target number of finished trials (default: the study's)")
+    p.add_argument("--jobs", "-j", type=_int_arg, default=1,
+                   help="worker processes evaluating designs (default 1; -1 = every core)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the run summary as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dse.search.runner import run_study
+    if args.jobs == 0 or args.jobs < -1:
+        raise ConfigError(f"--jobs {args.jobs}: must be a positive number of workers or -1 (every core)")
+    cfg = study_from_args(args, trials=args.trials)
+    progress = not args.no_progress and sys.stderr.isatty()
+    try:
+        s = run_study(cfg, jobs=args.jobs, progress=progress)
+    except KeyboardInterrupt:
+        print(f"dse: interrupted; finished trials are kept. Re-run the same command to resume study "
+              f"{cfg.name!r}.", file=sys.stderr)
+        return 130
+    knee = _knee_summary(cfg)
+    if args.json:
+        out = {k: v for k, v in s.__dict__.items() if k != "extra"}
+        out.update(knee)
+        print(dumps(out))
+        return 0
+    print(f"study {s.study}: {s.complete}/{s.target} trials finished ({s.new_trials} this run: "
+          f"{s.evaluations} evaluated, {s.duplicates} repeated designs answered from the cache), "
+          f"{s.feasible} feasible, {s.elapsed_s:.1f} s")
+    if s.exhausted:
+        print("grid: every point of the space has been evaluated")
+    if s.errors:
+        print(f"warning: {s.errors} evaluations failed (first: {s.first_error})", file=sys.stderr)
+    if knee.get("knee_trial") is not None:
+        params = ", ".join(f"{k}={fmt(v)}" for k, v in knee["knee_params"].items())
+        objs = ", ".join(f"{k}={fmt(v)}" for k, v in knee["knee_objectives"].items())
+        print(f"front: {knee['front_size']} designs; knee: trial {knee['knee_trial']} ({params}) -> {objs}")
+    else:
+        print("front: no feasible design yet")
+    print(f"storage: {s.storage}")
+    print(f"next: dse front {args.study} | dse plot {args.study} | dse export {args.study} --knee -o design.toml")
+    return 0
+
+
+def _knee_summary(cfg) -> dict:
+    from dse.search.results import load_results
+    res = load_results(cfg)
+    k = res.knee()
+    if k is None:
+        return {"front_size": 0, "knee_trial": None}
+    return {"front_size": len(res.front()), "knee_trial": k.number, "knee_params": k.params,
+            "knee_objectives": res.objective_values(k)}

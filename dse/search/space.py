@@ -1,0 +1,396 @@
+"""Search spaces: ``spaces/*.toml`` loader and validator.
+
+A space lists the knobs a study varies, in order (later bounds may refer to earlier knobs)::
+
+    description = "core side and pooling"
+
+    [params]
+    core_side = { type = "int", low = 2, high = 8, step = 2 }
+    tile_width = { type = "categorical", choices = [1, 2, 4] }
+    array_depth = { type = "categorical", choices = ["16K", "24K", "32K"] }
+    macro_mhz = { type = "log", low = 100, high = 400 }            # float (or int) on a log scale
+    pe_groups_per_core = { type = "int", low = 1, high = "core_side**2" }   # conditional bound
+    fetch_queue_depth = { type = "int", low = 4, high = 32, step = 4, when = { fetch = "load_aware" } }
+    noc_ghz = { type = "float", low = 0.5, high = 2.0, step = 0.25 }
+    pooling = { type = "fixed", value = "broadcast" }
+
+Types: ``int``, ``float`` (``log = true`` for a log scale, ``step`` for a grid), ``log`` (= the
+knob's own kind on a log scale), ``categorical`` (``choices``) and ``fixed`` (``value``; not a search
+dimension). ``when`` activates a knob only when earlier knobs take the given value(s); an inactive
+knob keeps its base value. Every value and constant bound is checked against the knob's range in
+``dse.spec.params.PARAMS`` (a space may not allow what the knob does not); expression bounds are
+checked when evaluated. Errors name the file, the key path and what is allowed.
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from dse.errors import ConfigError
+from dse.search import expr
+from dse.spec.design import read_toml
+from dse.spec.params import BY_NAME, Param, coerce, names
+
+TYPES = ("int", "float", "log", "categorical", "fixed")
+DIM_KEYS = {
+    "int": {"type", "low", "high", "step", "log", "when", "doc"},
+    "float": {"type", "low", "high", "step", "log", "when", "doc"},
+    "log": {"type", "low", "high", "when", "doc"},
+    "categorical": {"type", "choices", "when", "doc"},
+    "fixed": {"type", "value", "doc"},
+}
+TOP_KEYS = ("description", "params")
+# Knobs a space may not vary: the study's [workload] chooses the model(s).
+NOT_IN_SPACE = {"model": "the model is chosen by the study's [workload] models, not by the space"}
+MAX_GRID = 2_000_000
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A constant or an expression over earlier knobs."""
+    text: str
+    const: float | int | None = None
+    tree: ast.Expression | None = field(default=None, compare=False)
+
+    def value(self, env: Mapping[str, Any]) -> float | int:
+        if self.tree is None:
+            assert self.const is not None
+            return self.const
+        return expr.evaluate(self.tree, env)
+
+    @property
+    def refs(self) -> set[str]:
+        return expr.names(self.tree) if self.tree is not None else set()
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One knob of a space."""
+    name: str
+    type: str                        # int | float | categorical | fixed  ("log" resolved to int/float + log)
+    log: bool = False
+    low: Bound | None = None
+    high: Bound | None = None
+    step: Bound | None = None
+    choices: tuple[Any, ...] = ()
+    value: Any = None
+    when: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+
+    @property
+    def searched(self) -> bool:
+        return self.type != "fixed"
+
+    def active(self, env: Mapping[str, Any]) -> bool:
+        return all(env.get(k) in vals for k, vals in self.when)
+
+
+@dataclass(frozen=True)
+class Space:
+    source: str
+    dims: tuple[Dim, ...]
+    description: str = ""
+
+    # -- sampling ------------------------------------------------------------------------
+    def suggest(self, trial: Any, base: Mapping[str, Any]) -> dict[str, Any]:
+        """Ask ``trial`` (an optuna trial) for every active knob; return the knob values this space
+        sets (fixed ones included). ``base`` holds the other knobs (for bounds and conditions)."""
+        env = dict(base)
+        out: dict[str, Any] = {}
+        for d in self.dims:
+            if d.type == "fixed":
+                v = d.value
+            elif not d.active(env):
+                continue
+            elif d.type == "categorical":
+                v = trial.suggest_categorical(d.name, list(d.choices))
+            else:
+                lo, hi, step = self.bounds(d, env)
+                if d.type == "int":
+                    v = trial.suggest_int(d.name, lo, hi, step=step or 1, log=d.log)
+                else:
+                    v = trial.suggest_float(d.name, lo, hi, step=step, log=d.log)
+            env[d.name] = out[d.name] = v
+        return out
+
+    def bounds(self, d: Dim, env: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+        """Evaluate (low, high, step) of a numeric dim and check them against the knob."""
+        p = BY_NAME[d.name]
+        key = f"params.{d.name}"
+        vals = []
+        for nm, b in (("low", d.low), ("high", d.high), ("step", d.step)):
+            if b is None:
+                vals.append(None)
+                continue
+            try:
+                v = b.value(env)
+            except expr.ExprError as exc:
+                raise ConfigError(f"{self.source}: {key}.{nm} = {b.text!r}: {exc}") from None
+            if nm != "step":
+                v = _coerce_bound(p, v, self.source, f"{key}.{nm}", b.text, env, b.refs)
+            elif p.kind == "int":
+                if float(v) != int(v) or v <= 0:
+                    raise ConfigError(f"{self.source}: {key}.step = {b.text!r} evaluates to {v}: must be a positive integer")
+                v = int(v)
+            elif v <= 0:
+                raise ConfigError(f"{self.source}: {key}.step = {b.text!r} evaluates to {v}: must be positive")
+            vals.append(v)
+        lo, hi, step = vals
+        if lo > hi:
+            refs = _env_text(env, (d.low.refs | d.high.refs))  # type: ignore[union-attr]
+            raise ConfigError(f"{self.source}: {key}: low {lo} > high {hi}{refs}: must be low <= high")
+        return lo, hi, step
+
+    # -- enumeration (grid / exhaustive) -------------------------------------------------
+    def grid(self, base: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Every point of the space (conditions and dependent bounds honoured), in a fixed order.
+        Float knobs need a ``step``; log-scale floats cannot be enumerated."""
+        out: list[dict[str, Any]] = []
+
+        def rec(i: int, env: dict[str, Any], chosen: dict[str, Any]) -> None:
+            if len(out) > MAX_GRID:
+                raise ConfigError(f"{self.source}: the grid has more than {MAX_GRID} points; "
+                                  f"use a sampler (nsga2, tpe, random) or coarser steps")
+            if i == len(self.dims):
+                out.append(dict(chosen))
+                return
+            d = self.dims[i]
+            if d.type == "fixed":
+                values = [d.value]
+            elif not d.active(env):
+                rec(i + 1, env, chosen)
+                return
+            elif d.type == "categorical":
+                values = list(d.choices)
+            else:
+                values = self._values(d, env)
+            for v in values:
+                env2 = dict(env)
+                env2[d.name] = v
+                chosen2 = dict(chosen)
+                chosen2[d.name] = v
+                rec(i + 1, env2, chosen2)
+
+        rec(0, dict(base), {})
+        return out
+
+    def _values(self, d: Dim, env: Mapping[str, Any]) -> list[Any]:
+        lo, hi, step = self.bounds(d, env)
+        if d.type == "int":
+            return list(range(lo, hi + 1, step or 1))
+        if step is None:
+            raise ConfigError(f"{self.source}: params.{d.name}: a float knob needs a 'step' for the grid sampler")
+        n = int(math.floor((hi - lo) / step + 1e-9))
+        return [_clean(lo + k * step) for k in range(n + 1)]
+
+    @property
+    def searched_names(self) -> list[str]:
+        return [d.name for d in self.dims if d.searched]
+
+    def canonical(self) -> dict[str, Any]:
+        """A JSON-able description (used to detect a changed space on resume)."""
+        out = {}
+        for d in self.dims:
+            item: dict[str, Any] = {"type": d.type}
+            if d.log:
+                item["log"] = True
+            for nm in ("low", "high", "step"):
+                b = getattr(d, nm)
+                if b is not None:
+                    item[nm] = b.const if b.tree is None else b.text
+            if d.choices:
+                item["choices"] = list(d.choices)
+            if d.type == "fixed":
+                item["value"] = d.value
+            if d.when:
+                item["when"] = {k: list(v) for k, v in d.when}
+            out[d.name] = item
+        return out
+
+
+def _clean(x: float) -> float:
+    return float(f"{x:.12g}")
+
+
+def _env_text(env: Mapping[str, Any], refs: set[str]) -> str:
+    if not refs:
+        return ""
+    return " (with " + ", ".join(f"{k} = {env.get(k)!r}" for k in sorted(refs)) + ")"
+
+
+def _coerce_bound(p: Param, v: Any, source: str, key: str, text: str, env: Mapping[str, Any], refs: set[str]) -> Any:
+    if p.kind == "int" and isinstance(v, float) and v.is_integer():
+        v = int(v)
+    try:
+        return coerce(p, v, source, key)
+    except ConfigError:
+        if not refs:
+            raise
+        raise ConfigError(f"{source}: {key} = {text!r} evaluates to {v!r}{_env_text(env, refs)}: "
+                          f"must be {p.allowed()}") from None
+
+
+# ---- loading ---------------------------------------------------------------------------
+def load_space(path: str | Path) -> Space:
+    """Read and validate a space file; every error is one line naming file and key path."""
+    p = Path(path)
+    return space_from_dict(read_toml(p), source=str(p))
+
+
+def space_from_dict(data: Mapping[str, Any], source: str = "space") -> Space:
+    for k in data:
+        if k not in TOP_KEYS:
+            raise ConfigError(f"{source}: {k}: unknown key (allowed: {', '.join(TOP_KEYS)}){_suggest(k, TOP_KEYS)}")
+    desc = data.get("description", "")
+    if not isinstance(desc, str):
+        raise ConfigError(f"{source}: description: must be a string")
+    params = data.get("params")
+    if not isinstance(params, Mapping) or not params:
+        raise ConfigError(f"{source}: params: missing or empty; expected a table of knobs, e.g. "
+                          f"core_side = {{ type = \"int\", low = 2, high = 8, step = 2 }}")
+    dims: list[Dim] = []
+    seen: list[str] = []
+    for name, spec in params.items():
+        dims.append(_dim(name, spec, source, seen))
+        seen.append(name)
+    order = {d.name: i for i, d in enumerate(dims)}
+    for i, d in enumerate(dims):
+        for nm in ("low", "high", "step"):
+            b = getattr(d, nm)
+            for r in sorted(b.refs if b is not None else ()):
+                if order.get(r, -1) > i:
+                    raise ConfigError(f"{source}: params.{d.name}.{nm} = {b.text!r}: refers to {r!r}, which the "
+                                      f"space lists later; list {r} before {d.name}")
+    if not any(d.searched for d in dims):
+        raise ConfigError(f"{source}: params: every knob is fixed; a space needs at least one searched knob")
+    return Space(source, tuple(dims), desc)
+
+
+def _dim(name: str, spec: Any, source: str, earlier: list[str]) -> Dim:
+    key = f"params.{name}"
+    if name not in BY_NAME:
+        raise ConfigError(f"{source}: {key}: unknown knob (see `dse params`){_suggest(name, names())}")
+    if name in NOT_IN_SPACE:
+        raise ConfigError(f"{source}: {key}: not allowed in a space ({NOT_IN_SPACE[name]})")
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{source}: {key}: must be a table, e.g. {{ type = \"int\", low = 1, high = 8 }}")
+    p = BY_NAME[name]
+    typ = spec.get("type")
+    if typ not in TYPES:
+        raise ConfigError(f"{source}: {key}.type = {typ!r}: must be one of {', '.join(TYPES)}")
+    allowed = DIM_KEYS[typ]
+    for k in spec:
+        if k not in allowed:
+            raise ConfigError(f"{source}: {key}.{k}: unknown key for type {typ!r} (allowed: "
+                              f"{', '.join(sorted(allowed))}){_suggest(k, allowed)}")
+    when = _when(spec.get("when"), source, key, earlier)
+    if typ == "fixed":
+        if "value" not in spec:
+            raise ConfigError(f"{source}: {key}.value: missing (a fixed knob needs a value, {p.allowed()})")
+        return Dim(name, "fixed", value=coerce(p, spec["value"], source, f"{key}.value"))
+    if typ == "categorical":
+        ch = spec.get("choices")
+        if not isinstance(ch, list) or not ch:
+            raise ConfigError(f"{source}: {key}.choices: must be a non-empty list of values ({p.allowed()})")
+        vals = tuple(coerce(p, c, source, f"{key}.choices[{i}]") for i, c in enumerate(ch))
+        if len(set(vals)) != len(vals):
+            raise ConfigError(f"{source}: {key}.choices: duplicate values {list(vals)}")
+        if any(v is None for v in vals):
+            raise ConfigError(f"{source}: {key}.choices: values must not be empty")
+        return Dim(name, "categorical", choices=vals, when=when)
+    # numeric
+    if p.kind == "str":
+        raise ConfigError(f"{source}: {key}.type = {typ!r}: {name} is a categorical knob; use type = "
+                          f"\"categorical\" or \"fixed\" ({p.allowed()})")
+    kind = "int" if p.kind == "int" else "float"
+    if typ in ("int", "float") and typ != kind:
+        raise ConfigError(f"{source}: {key}.type = {typ!r}: {name} is {'an integer' if kind == 'int' else 'a real'} "
+                          f"knob; use type = \"{kind}\", \"log\", \"categorical\" or \"fixed\"")
+    log = typ == "log" or spec.get("log", False)
+    if not isinstance(log, bool):
+        raise ConfigError(f"{source}: {key}.log = {log!r}: must be true or false")
+    for req in ("low", "high"):
+        if req not in spec:
+            raise ConfigError(f"{source}: {key}.{req}: missing ({p.allowed()})")
+    low = _bound(p, spec["low"], source, f"{key}.low", earlier)
+    high = _bound(p, spec["high"], source, f"{key}.high", earlier)
+    step = None
+    if "step" in spec:
+        if log:
+            raise ConfigError(f"{source}: {key}.step: not allowed with a log scale (remove step or log)")
+        step = _step(p, spec["step"], source, f"{key}.step", earlier)
+    if low.tree is None and high.tree is None and low.const > high.const:  # type: ignore[operator]
+        raise ConfigError(f"{source}: {key}: low {low.const} > high {high.const}: must be low <= high")
+    if log and low.tree is None and low.const <= 0:  # type: ignore[operator]
+        raise ConfigError(f"{source}: {key}.low = {low.const}: a log scale needs low > 0")
+    if p.multiple_of:
+        m = p.multiple_of
+        if step is None or step.tree is not None or step.const % m:
+            raise ConfigError(f"{source}: {key}.step: {name} must stay a multiple of {m}; give a constant step "
+                              f"that is a multiple of {m} (or use categorical choices)")
+    return Dim(name, kind, log=log, low=low, high=high, step=step, when=when)
+
+
+def _bound(p: Param, v: Any, source: str, key: str, earlier: list[str]) -> Bound:
+    if isinstance(v, str):
+        try:  # a constant with a unit suffix ("16K")?
+            return Bound(v, const=coerce(p, v, source, key))
+        except ConfigError:
+            pass
+        return _expr_bound(v, source, key, earlier)
+    return Bound(repr(v), const=coerce(p, v, source, key))
+
+
+def _step(p: Param, v: Any, source: str, key: str, earlier: list[str]) -> Bound:
+    if isinstance(v, str):
+        try:
+            from dse.spec.params import parse_int
+            c = parse_int(v) if p.kind == "int" else float(v)
+        except ValueError:
+            return _expr_bound(v, source, key, earlier)
+        v = c
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0 or (
+            p.kind == "int" and not float(v).is_integer()):
+        what = "a positive integer" if p.kind == "int" else "a positive number"
+        raise ConfigError(f"{source}: {key} = {v!r}: must be {what}")
+    return Bound(repr(v), const=int(v) if p.kind == "int" else float(v))
+
+
+def _expr_bound(text: str, source: str, key: str, earlier: list[str]) -> Bound:
+    try:
+        tree = expr.parse(text)
+    except expr.ExprError as exc:
+        raise ConfigError(f"{source}: {key} = {text!r}: {exc}") from None
+    for n in sorted(expr.names(tree)):
+        if n not in BY_NAME:
+            raise ConfigError(f"{source}: {key} = {text!r}: unknown name {n!r} (allowed: knobs listed earlier in "
+                              f"the space or any knob of the base design){_suggest(n, names())}")
+        if n == key.split(".")[1]:
+            raise ConfigError(f"{source}: {key} = {text!r}: a bound may not refer to its own knob")
+    return Bound(text, tree=tree)
+
+
+def _when(spec: Any, source: str, key: str, earlier: list[str]) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    if spec is None:
+        return ()
+    if not isinstance(spec, Mapping) or not spec:
+        raise ConfigError(f"{source}: {key}.when: must be a table of earlier knobs and values, "
+                          f"e.g. when = {{ fetch = \"load_aware\" }}")
+    out = []
+    for k, v in spec.items():
+        if k not in earlier:
+            allowed = ", ".join(earlier) or "none"
+            raise ConfigError(f"{source}: {key}.when.{k}: must name a knob listed earlier in the space "
+                              f"(earlier: {allowed})")
+        vals = v if isinstance(v, list) else [v]
+        out.append((k, tuple(coerce(BY_NAME[k], x, source, f"{key}.when.{k}") for x in vals)))
+    return tuple(out)
+
+
+def _suggest(key: str, allowed) -> str:
+    close = difflib.get_close_matches(key, list(allowed), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+

@@ -1,0 +1,341 @@
+"""Studies: ``studies/*.toml`` loader and validator, and the optuna study they address.
+
+::
+
+    [study]
+    name = "quickstart"                    # default: the file name without .toml
+    description = "..."
+    space = "../spaces/quickstart.toml"    # path relative to this file, or an inline table
+    objectives = "../objectives/latency-silicon.toml"   # idem
+    trials = 40                            # target number of finished trials (re-running resumes)
+    seed = 0
+    batch = 8                              # trials asked per ask/tell batch (independent of --jobs)
+    storage = "sqlite:///..."              # optional; default: results/<file name>.db beside this file
+
+    [sampler]
+    name = "nsga2"                         # nsga2 | tpe | gp | random | grid
+    population_size = 16                   # sampler settings (see SAMPLER_SETTINGS)
+
+    [workload]
+    models = ["qwen3.5-35b-a3b"]           # one or several catalog models, or "all"
+    batch = 128                            # any workload knob: batch, context, trace, ...
+
+    [base]                                 # knobs fixed for the whole study (flat or sectioned)
+    tile_width = 4
+
+A design is evaluated on every workload model; objectives aggregate over them (see
+``dse.search.objectives``). ``--model`` / ``--seed`` overrides address a sibling study whose
+name carries them (``quickstart[model=glm-5.2,seed=3]``), so ``dse run``, ``dse front``,
+``dse plot`` and ``dse export`` given the same file and overrides always meet the same study.
+"""
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from dse.errors import ConfigError
+from dse.search.objectives import ObjectiveSet, load_objectives, objectives_from_dict
+from dse.search.space import Space, load_space, space_from_dict
+from dse.spec import DesignPoint
+from dse.spec.design import read_toml
+from dse.spec.params import BY_NAME, coerce, names
+
+TOP_KEYS = ("study", "sampler", "workload", "base")
+STUDY_KEYS = ("name", "description", "space", "objectives", "trials", "seed", "batch", "storage", "results")
+SAMPLERS = ("nsga2", "tpe", "gp", "random", "grid")
+# Sampler settings: name -> (kind, low, high). Anything else is rejected with this list.
+SAMPLER_SETTINGS: dict[str, dict[str, tuple[str, float, float]]] = {
+    "nsga2": {"population_size": ("int", 2, 10000), "mutation_prob": ("float", 0, 1),
+              "crossover_prob": ("float", 0, 1), "swapping_prob": ("float", 0, 1)},
+    "tpe": {"n_startup_trials": ("int", 0, 100000), "n_ei_candidates": ("int", 1, 10000),
+            "multivariate": ("bool", 0, 1), "constant_liar": ("bool", 0, 1), "group": ("bool", 0, 1)},
+    "gp": {"n_startup_trials": ("int", 0, 100000), "deterministic_objective": ("bool", 0, 1)},
+    "random": {},
+    "grid": {},
+}
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """A validated study file with its overrides applied."""
+    source: Path
+    name: str                          # optuna study name (with the override suffix)
+    base_name: str
+    space: Space
+    objectives: ObjectiveSet
+    models: tuple[str, ...]
+    base: dict[str, Any] = field(hash=False)   # flat knobs under the space (workload knobs included)
+    sampler: str = "nsga2"
+    sampler_settings: dict[str, Any] = field(default_factory=dict, hash=False)
+    trials: int = 40
+    seed: int = 0
+    batch: int = 8
+    storage: str | None = None
+    results_dir: Path = Path("results")
+    description: str = ""
+    overrides: tuple[tuple[str, Any], ...] = ()
+
+    # -- designs -------------------------------------------------------------------------
+    def base_env(self) -> dict[str, Any]:
+        """Knob values the space's bounds and conditions see for knobs it does not set."""
+        env = DesignPoint.from_dict({**self.base, "model": self.models[0]}).to_dict()
+        env["pe_groups_per_core"] = env["pe_groups_per_core"] if env["pe_groups_per_core"] is not None else \
+            env["core_side"] ** 2
+        return env
+
+    def design(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Flat knobs (without the model) of the design a trial's values describe."""
+        d = {**self.base, **values}
+        d.pop("model", None)
+        return d
+
+    def points(self, design: Mapping[str, Any]) -> dict[str, DesignPoint]:
+        """The design point on each workload model (raises ConfigError if the knobs are invalid)."""
+        return {m: DesignPoint.from_dict({**design, "model": m}, source=f"{self.source} (trial design)")
+                for m in self.models}
+
+    def fingerprint(self) -> str:
+        """Digest of what defines the study's trials (space, objectives, workloads, base)."""
+        blob = json.dumps({"space": self.space.canonical(), "objectives": self.objectives.canonical(),
+                           "models": list(self.models), "base": self.base}, sort_keys=True, default=str)
+        return hashlib.sha1(blob.encode()).hexdigest()[:16]
+
+    @property
+    def storage_url(self) -> str | None:
+        return self.storage
+
+    def with_overrides(self, *, model: str | None = None, seed: int | None = None, trials: int | None = None,
+                       storage: str | None = None) -> "StudyConfig":
+        """Apply CLI overrides; ``model``/``seed`` change the study's identity (name)."""
+        cfg = self
+        ov = dict(self.overrides)
+        if model is not None:
+            m = coerce(BY_NAME["model"], model, "--model", "model")
+            if (m,) != cfg.models:
+                ov["model"] = m
+            cfg = replace(cfg, models=(m,))
+        if seed is not None:
+            if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+                raise ConfigError(f"--seed {seed!r}: must be an integer in [0, 4294967295]")
+            if seed != cfg.seed:
+                ov["seed"] = seed
+            cfg = replace(cfg, seed=seed)
+        if trials is not None:
+            if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+                raise ConfigError(f"--trials {trials!r}: must be a positive integer")
+            cfg = replace(cfg, trials=trials)
+        if storage:
+            cfg = replace(cfg, storage=storage)
+        items = tuple(sorted(ov.items()))
+        name = cfg.base_name + ("[" + ",".join(f"{k}={v}" for k, v in items) + "]" if items else "")
+        return replace(cfg, overrides=items, name=name)
+
+    def check_metrics(self) -> None:
+        """Fail early on an objective / constraint metric the evaluation does not produce."""
+        from dse.model.evaluate import GUARANTEED_KEYS, evaluate
+        known: set[str] = set(GUARANTEED_KEYS)
+        numeric: dict[str, bool] = {}
+        probes = []
+        try:
+            probes.append(DesignPoint.from_dict({**self.base, "model": self.models[0]}))
+        except ConfigError:
+            pass
+        probes.append(DesignPoint.from_dict({k: v for k, v in self.base.items() if BY_NAME[k].part == "workload"}
+                                            | {"model": self.models[0]}))
+        for pt in probes:
+            r = evaluate(pt)
+            for k, v in r.metrics.items():
+                known.add(k)
+                if v is not None:
+                    numeric[k] = isinstance(v, (int, float))
+            if r.feasible:
+                break
+        self.objectives.check_metrics(known, numeric)
+
+
+# ---- loading ---------------------------------------------------------------------------
+def load_study(path: str | Path, *, model: str | None = None, seed: int | None = None,
+               trials: int | None = None, storage: str | None = None, check_metrics: bool = True) -> StudyConfig:
+    """Read and validate a study file, apply overrides, and check its metrics exist."""
+    p = Path(path)
+    data = read_toml(p)
+    cfg = study_from_dict(data, source=p)
+    cfg = cfg.with_overrides(model=model, seed=seed, trials=trials, storage=storage)
+    if check_metrics:
+        cfg.check_metrics()
+    return cfg
+
+
+def study_from_dict(data: Mapping[str, Any], source: Path) -> StudyConfig:
+    src = str(source)
+    for k in data:
+        if k not in TOP_KEYS:
+            raise ConfigError(f"{src}: {k}: unknown section (allowed: {', '.join(TOP_KEYS)}){_suggest(k, TOP_KEYS)}")
+    st = _table(data, "study", src, required=True)
+    for k in st:
+        if k not in STUDY_KEYS:
+            raise ConfigError(f"{src}: study.{k}: unknown key (allowed: {', '.join(STUDY_KEYS)}){_suggest(k, STUDY_KEYS)}")
+    name = st.get("name", source.stem)
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ConfigError(f"{src}: study.name = {name!r}: must be 1-100 characters of letters, digits, '_', '-', '.'")
+    desc = st.get("description", "")
+    if not isinstance(desc, str):
+        raise ConfigError(f"{src}: study.description: must be a string")
+    space = _component(st, "space", src, source, load_space, space_from_dict)
+    objectives = _component(st, "objectives", src, source, load_objectives, objectives_from_dict)
+    seed = _int(st.get("seed", 0), src, "study.seed", 0, 2**32 - 1)
+    batch = _int(st.get("batch", 8), src, "study.batch", 1, 10000)
+    storage = st.get("storage")
+    if storage is not None and (not isinstance(storage, str) or not storage.strip()):
+        raise ConfigError(f"{src}: study.storage: must be a storage URL (sqlite:///..., postgresql://..., journal:FILE)")
+    results = st.get("results", "results")
+    if not isinstance(results, str) or not results:
+        raise ConfigError(f"{src}: study.results: must be a folder path")
+    results_dir = (source.parent / results).resolve() if not Path(results).is_absolute() else Path(results)
+    # sampler
+    sm = _table(data, "sampler", src)
+    sname = sm.get("name", "nsga2")
+    if sname not in SAMPLERS:
+        raise ConfigError(f"{src}: sampler.name = {sname!r}: must be one of {', '.join(SAMPLERS)}")
+    settings = {}
+    allowed = SAMPLER_SETTINGS[sname]
+    for k, v in sm.items():
+        if k == "name":
+            continue
+        if k not in allowed:
+            ok = ", ".join(allowed) or "none"
+            raise ConfigError(f"{src}: sampler.{k}: unknown setting for {sname} (allowed: {ok}){_suggest(k, allowed)}")
+        kind, lo, hi = allowed[k]
+        settings[k] = _setting(v, kind, lo, hi, src, f"sampler.{k}")
+    # workload
+    wl = dict(_table(data, "workload", src))
+    models = _models(wl, src)
+    base: dict[str, Any] = {}
+    for k, v in wl.items():
+        if k not in BY_NAME or BY_NAME[k].part != "workload":
+            allowed_w = ["models"] + [n for n in names("workload") if n != "model"]
+            raise ConfigError(f"{src}: workload.{k}: unknown key (allowed: {', '.join(allowed_w)}){_suggest(k, allowed_w)}")
+        base[k] = coerce(BY_NAME[k], v, src, f"workload.{k}")
+    if isinstance(base.get("trace"), str) and base["trace"] not in ("catalog", "synthetic") \
+            and not Path(base["trace"]).is_absolute():
+        base["trace"] = str((source.parent / base["trace"]).resolve())
+    # base design
+    bd = _table(data, "base", src)
+    if bd:
+        flat = _flatten_base(bd, src)
+        if "model" in flat:
+            raise ConfigError(f"{src}: base.model: set the model(s) in [workload] models")
+        for k, v in flat.items():
+            if k in base:
+                raise ConfigError(f"{src}: base.{k}: already set in [workload]")
+            base[k] = v
+    for d in space.dims:
+        if d.name in base:
+            raise ConfigError(f"{src}: {d.name}: set both by the space ({space.source}) and by the study; "
+                              f"keep one")
+    trials_default = 40
+    if "trials" in st:
+        trials = _int(st["trials"], src, "study.trials", 1, 10_000_000)
+    else:
+        trials = trials_default
+    cfg = StudyConfig(source=source.resolve(), name=name, base_name=name, space=space, objectives=objectives,
+                      models=models, base=base, sampler=sname, sampler_settings=settings, trials=trials,
+                      seed=seed, batch=batch, storage=storage.strip() if storage else None,
+                      results_dir=results_dir, description=desc)
+    # Validate the base design once (one line naming the study file on a bad combination).
+    DesignPoint.from_dict({**base, "model": models[0]}, source=f"{src} [workload]/[base]")
+    if sname == "grid" and "trials" not in st:
+        cfg = replace(cfg, trials=max(1, len(space.grid(cfg.base_env()))))
+    return cfg
+
+
+def _component(st: Mapping[str, Any], key: str, src: str, source: Path, loader, from_dict):
+    v = st.get(key)
+    if isinstance(v, str) and v:
+        p = Path(v)
+        return loader(Path(os.path.normpath(p if p.is_absolute() else source.parent / p)))
+    if isinstance(v, Mapping):
+        return from_dict(v, source=f"{src} [study.{key}]")
+    raise ConfigError(f"{src}: study.{key}: missing; expected a path to a {key} file (relative to the study "
+                      f"file) or an inline table")
+
+
+def _table(data: Mapping[str, Any], key: str, src: str, required: bool = False) -> Mapping[str, Any]:
+    v = data.get(key)
+    if v is None:
+        if required:
+            raise ConfigError(f"{src}: [{key}]: missing section")
+        return {}
+    if not isinstance(v, Mapping):
+        raise ConfigError(f"{src}: {key}: must be a table ([{key}])")
+    return v
+
+
+def _models(wl: dict[str, Any], src: str) -> tuple[str, ...]:
+    from dse.workload.catalog import model_names
+    allowed = list(model_names())
+    if "models" in wl and "model" in wl:
+        raise ConfigError(f"{src}: workload: give either model or models, not both")
+    raw = wl.pop("models", None)
+    if raw is None:
+        raw = [wl.pop("model")] if "model" in wl else [BY_NAME["model"].default]
+    if raw == "all":
+        return tuple(allowed)
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f"{src}: workload.models: must be a non-empty list of catalog models or \"all\"")
+    out = []
+    for i, m in enumerate(raw):
+        if m not in allowed:
+            raise ConfigError(f"{src}: workload.models[{i}] = {m!r}: must be one of {', '.join(map(repr, allowed))}")
+        if m in out:
+            raise ConfigError(f"{src}: workload.models[{i}] = {m!r}: listed twice")
+        out.append(m)
+    return tuple(out)
+
+
+def _flatten_base(bd: Mapping[str, Any], src: str) -> dict[str, Any]:
+    from dse.spec.params import PARTS
+    out: dict[str, Any] = {}
+    for k, v in bd.items():
+        if k in PARTS and isinstance(v, Mapping):
+            for sub, sv in v.items():
+                if sub not in names(k):
+                    raise ConfigError(f"{src}: base.{k}.{sub}: unknown key (allowed in [{k}]: {', '.join(names(k))})"
+                                      f"{_suggest(sub, names(k))}")
+                out[sub] = coerce(BY_NAME[sub], sv, src, f"base.{k}.{sub}")
+        elif k in BY_NAME:
+            out[k] = coerce(BY_NAME[k], v, src, f"base.{k}")
+        else:
+            raise ConfigError(f"{src}: base.{k}: unknown knob (see `dse params`){_suggest(k, names())}")
+    return out
+
+
+def _int(v: Any, src: str, key: str, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise ConfigError(f"{src}: {key} = {v!r}: must be an integer in [{lo}, {hi}]")
+    return v
+
+
+def _setting(v: Any, kind: str, lo: float, hi: float, src: str, key: str) -> Any:
+    if kind == "bool":
+        if not isinstance(v, bool):
+            raise ConfigError(f"{src}: {key} = {v!r}: must be true or false")
+        return v
+    if kind == "int":
+        return _int(v, src, key, int(lo), int(hi))
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
+        raise ConfigError(f"{src}: {key} = {v!r}: must be a number in [{lo:g}, {hi:g}]")
+    return float(v)
+
+
+def _suggest(key: str, allowed) -> str:
+    close = difflib.get_close_matches(key, list(allowed), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""

@@ -1,0 +1,1 @@
+"""Figures: study plots (fronts, knees, parallel coordinates) and sweep plots."""

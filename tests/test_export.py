@@ -1,0 +1,131 @@
+"""The CLI round trip on the real model: run -> front (table, CSV, JSON) -> export -> evaluate
+gives identical metrics; trials table; plots; seeded exports are byte-identical."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dse.spec import DesignPoint
+
+SPACE = """
+[params]
+array_depth = { type = "categorical", choices = ["16K", "24K", "32K", "40K"] }
+tile_width = { type = "categorical", choices = [1, 2, 4] }
+core_mesh_link_bits = { type = "int", low = 256, high = 768, step = 256 }
+"""
+OBJ = """
+[[objectives]]
+metric = "ffn_latency_us_per_token"
+[[objectives]]
+metric = "pool_power_w"
+[[constraints]]
+metric = "die_area_mm2"
+le = "die_area_budget_mm2"
+"""
+
+
+def dse(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dse", *args], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("exp")
+    (d / "space.toml").write_text(SPACE)
+    (d / "obj.toml").write_text(OBJ)
+    p = d / "st.toml"
+    p.write_text('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\ntrials = 24\nbatch = 8\nseed = 1\n'
+                 '[sampler]\nname = "nsga2"\npopulation_size = 8\n')
+    r = dse("run", str(p), "--jobs", "2", cwd=d.parent)
+    assert r.returncode == 0, r.stderr
+    assert "study st: 24/24 trials finished" in r.stdout
+    assert (d / "results" / "st.db").exists()                 # beside the study file, not in the cwd
+    return p
+
+
+def test_front_json_and_csv(study):
+    r = dse("front", str(study), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["front"] and doc["knee"]["trial"] in [t["trial"] for t in doc["front"]]
+    knee = doc["knee"]
+    assert set(knee["params"]) == {"array_depth", "tile_width", "core_mesh_link_bits"}
+    assert knee["metrics"]["feasible"] is True
+    assert knee["metrics"]["ffn_latency_us_per_token"] == knee["objectives"]["ffn_latency_us_per_token"]
+    for t in doc["front"]:   # front members are feasible and mutually non-dominated
+        assert t["feasible"] and t["metrics"]["die_area_mm2"] <= t["metrics"]["die_area_budget_mm2"]
+    vals = [(t["objectives"]["ffn_latency_us_per_token"], t["objectives"]["pool_power_w"]) for t in doc["front"]]
+    for a in vals:
+        assert not any(b[0] <= a[0] and b[1] <= a[1] and b != a for b in vals)
+    c = dse("front", str(study), "--csv")
+    rows = list(csv.DictReader(io.StringIO(c.stdout)))
+    assert [int(x["trial"]) for x in rows] == [t["trial"] for t in doc["front"]]
+    assert [x["knee"] for x in rows].count("*") == 1
+    t = dse("front", str(study))
+    assert f"* knee: trial {knee['trial']}" in t.stdout
+
+
+def test_export_knee_round_trip(study, tmp_path):
+    out = tmp_path / "design.toml"
+    r = dse("export", str(study), "--knee", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = tomllib.loads(out.read_text())
+    assert set(doc) == {"hardware", "workload", "mapping", "metrics", "provenance"}
+    prov = doc["provenance"]
+    assert prov["study"] == "st" and prov["seed"] == 1 and prov["workload"] == "qwen3.5-35b-a3b"
+    assert prov["stored_metrics_match"] is True and "package_version" in prov
+    ev = dse("evaluate", str(out), "--json")
+    assert ev.returncode == 0, ev.stderr
+    fresh = json.loads(ev.stdout)
+    for k, v in doc["metrics"].items():
+        assert fresh[k] == v, k
+    assert all(fresh[k] is None for k in set(fresh) - set(doc["metrics"]) - set(DesignPoint().to_dict()))
+    # the file re-creates the design point
+    front = json.loads(dse("front", str(study), "--json").stdout)
+    pt = DesignPoint.from_file(out)
+    for k, v in front["knee"]["params"].items():
+        assert getattr(pt, k) == v
+    # same study, same export, byte for byte
+    out2 = tmp_path / "again.toml"
+    dse("export", str(study), "--knee", "-o", str(out2))
+    assert out2.read_text().split("\n", 2)[2] == out.read_text().split("\n", 2)[2]
+
+
+def test_export_trial_and_errors(study, tmp_path):
+    r = dse("export", str(study), "--trial", "999", "-o", str(tmp_path / "x.toml"))
+    assert r.returncode == 2
+    assert r.stderr == "dse: error: --trial 999: no such trial in study 'st' (trials 0..23)\n"
+    r = dse("export", str(study), "--trial", "3", "-o", str(tmp_path / "t3.toml"))
+    assert r.returncode == 0 and tomllib.loads((tmp_path / "t3.toml").read_text())["provenance"]["trial"] == 3
+    r = dse("export", str(study), "--all", "-o", str(tmp_path / "x.xlsx"))
+    assert r.returncode == 2 and "unknown table format '.xlsx'" in r.stderr
+    r = dse("front", str(study), "--seed", "9")
+    assert r.returncode == 2 and "no study 'st[seed=9]'" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_export_all_trials_table(study, tmp_path):
+    for ext in ("parquet", "csv"):
+        out = tmp_path / f"trials.{ext}"
+        r = dse("export", str(study), "--all", "-o", str(out))
+        assert r.returncode == 0, r.stderr
+        df = pd.read_parquet(out) if ext == "parquet" else pd.read_csv(out)
+        assert len(df) == 24 and list(df["trial"]) == list(range(24))
+        assert {"p.array_depth", "o.pool_power_w", "m.t_layer_us", "feasible", "reason"} <= set(df.columns)
+        infeasible = df[~df["feasible"].astype(bool)]
+        assert (infeasible["reason"].str.len() > 0).all()
+
+
+def test_plot_writes_images(study, tmp_path):
+    r = dse("plot", str(study), "-o", str(tmp_path), "--format", "png", "--format", "svg")
+    assert r.returncode == 0, r.stderr
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["st-front.png", "st-front.svg", "st-parallel.png", "st-parallel.svg"]
+    assert (tmp_path / "st-front.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
