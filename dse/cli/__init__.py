@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "dse.cli.front",
     "dse.cli.plot",
     "dse.cli.export",
+    "dse.cli.sweep",
 )
 
 

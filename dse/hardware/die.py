@@ -56,3 +56,102 @@ def die_read_gbps(units: int, unit_read_gbps: float) -> float:
 
 def die_peak_gflops(units: int, unit_peak_gflops: float) -> float:
     return units * unit_peak_gflops
+
+
+# ---- floorplan of cores (for the Die NoC and the network area) ------------------------------
+def _spans(units: int, side: int, whole_only: bool) -> list[int]:
+    """Widths of the cores along one axis of the unit array (16 at side 6 -> 6, 6, 4)."""
+    out, x = [], 0
+    while x < units:
+        w = min(side, units - x)
+        if w == side or not whole_only:
+            out.append(w)
+        x += w
+    return out
+
+
+def core_shapes(core_side: int, die_units_x: int, die_units_y: int, core_remainder: str) -> list[tuple[int, int, int, int]]:
+    """(grid x, grid y, width, height) in units of every core on the Die NoC grid, row-major.
+    ``partial``: edge cores take the remainder; ``idle``: only whole cores."""
+    idle = core_remainder == "idle"
+    xs = _spans(die_units_x, core_side, idle)
+    ys = _spans(die_units_y, core_side, idle)
+    return [(i, j, w, h) for j, h in enumerate(ys) for i, w in enumerate(xs)]
+
+
+def io_port_cores(grid_x: int, grid_y: int, n_ports: int) -> list[tuple[int, int]]:
+    """Cores where the die's D2D / IO ports attach to the Die NoC: the middle of the east edge,
+    then the north, west and south edges (a die in a 2 x 2 package faces its two neighbours on
+    two edges: ``C.die_noc_io_ports`` = 2)."""
+    mids = [(grid_x - 1, grid_y // 2), (grid_x // 2, grid_y - 1), (0, grid_y // 2), (grid_x // 2, 0)]
+    out: list[tuple[int, int]] = []
+    for c in mids[:max(1, n_ports)]:
+        if c not in out:
+            out.append(c)
+    return out
+
+
+# ---- communication: the Die NoC (spec section 6) ---------------------------------------------
+Link = tuple[tuple[int, int], tuple[int, int]]
+
+
+def xy_route(src: tuple[int, int], dst: tuple[int, int]) -> list[Link]:
+    """Directed links of the dimension-ordered (X first, then Y) route from src to dst."""
+    (x, y), (tx, ty) = src, dst
+    links: list[Link] = []
+    while x != tx:
+        nx = x + (1 if tx > x else -1)
+        links.append(((x, y), (nx, y)))
+        x = nx
+    while y != ty:
+        ny = y + (1 if ty > y else -1)
+        links.append(((x, y), (x, ny)))
+        y = ny
+    return links
+
+
+def experts_per_token_on_die(experts_per_token: float, experts_per_layer: int, units_per_die: int) -> float:
+    """Expected experts of one token whose (same-index) shard sits on one die of the layer: die j
+    of a TP group holds shard j of up to ``units_per_die`` of the layer's experts, so all of them
+    when the layer fits (k + shared = 9 for the default model) and a share otherwise."""
+    return experts_per_token * min(1.0, units_per_die / experts_per_layer)
+
+
+def die_noc_link_loads(cores: list[tuple[int, int, int, int]], ports: list[tuple[int, int]],
+                       tokens: float, k_die: float, hidden: int, act_bytes: float, psum_bytes: float,
+                       reduction_order: str) -> dict[Link, float]:
+    """Expected bytes per layer on every Die-NoC link (both directions of a link summed: the
+    activations going out and the partial sums coming back share its wires).
+
+    Tokens enter evenly through the IO ports. A token's activation (d x FP8) is multicast along
+    the union of XY routes from its port to the cores holding its ``k_die`` experts (placed
+    uniformly over the die's units); the partial sums (d x BF16 each) come back over the same tree.
+    ``ep_first``: same-index shards of different experts are combined in the network, so a tree
+    link carries one partial per token; ``tp_first``: each (token, expert) partial must cross dies
+    on its own, so a link carries one per expert downstream of it.
+
+    A link lies on a token's tree with probability 1 - (1 - f)^k_die, f = share of the die's
+    units beyond the link (the cores whose XY route from the port uses it); it carries k_die x f
+    partials on average without combining."""
+    total_units = sum(w * h for _, _, w, h in cores)
+    loads: dict[Link, float] = {}
+    if not ports or total_units == 0 or tokens <= 0:
+        return loads
+    per_port = tokens / len(ports)
+    for port in ports:
+        down: dict[Link, float] = {}
+        for gx, gy, w, h in cores:
+            for link in xy_route(port, (gx, gy)):
+                down[link] = down.get(link, 0.0) + w * h / total_units
+        for (a, b), f in down.items():
+            f = min(1.0, f)
+            p_tree = 1.0 - (1.0 - f) ** k_die if k_die > 0 else 0.0
+            partials = p_tree if reduction_order == "ep_first" else k_die * f
+            key = (a, b) if a <= b else (b, a)
+            loads[key] = loads.get(key, 0.0) + per_port * hidden * (act_bytes * p_tree + psum_bytes * partials)
+    return loads
+
+
+def die_noc_busiest_link_gbps(loads: dict[Link, float], t_layer_us: float) -> float:
+    """The busiest Die-NoC link's demand: max bytes per layer / layer time."""
+    return max(loads.values(), default=0.0) / (t_layer_us * 1e3)

@@ -1,33 +1,104 @@
-"""Network and IO silicon: core mesh, Die NoC, D2D + IO (spec sections 6, 9).
+"""Network and IO silicon: routers and links of the core mesh and the Die NoC, and the D2D /
+node-link PHYs (spec sections 6, 9), in the spirit of DSENT (Sun et al., NOCS 2012).
 
-First cut: the study's Table XII figures for the published configuration, with the core mesh
-and Die NoC scaled linearly in link width (512 b reference). The DSENT-style model that scales
-routers and links with core side, radix and traffic replaces these functions (issue #4).
+Router (input-buffered, matrix crossbar), per DSENT's decomposition:
+
+* input buffers: radix x ``C.noc_buffer_flits`` x width flip-flops of ``C.noc_ff_um2``;
+* crossbar: radix inputs x radix outputs of width-bit wire bundles at ``C.noc_wire_pitch_um``,
+  area (radix x width x pitch)^2 -- quadratic in radix and in link width;
+* allocators, multicast tables, in-network adders, clocking: ``C.noc_router_overhead`` on top
+  (calibrated once: the core mesh of the published design is 35.6 mm2, Table XII).
+
+Link: repeated wires, area width x length x ``C.noc_link_um2_per_bit_mm``, one per direction.
+
+Counts come from the floorplan (`dse.hardware.die.core_shapes`): the core mesh has one router per
+unit (4 mesh ports + the unit) and a side x side mesh of unit-pitch links inside every core; the
+Die NoC has one router per core (4 mesh ports + the core) and core-pitch links on the core grid.
+So network area scales with core side (Die-NoC routers fall as 320 / side^2, core-mesh links
+rise as 1 - 1/side), with link width (quadratic crossbar, linear buffers and links) and with
+the unit pitch.
+
+Power = static (clock + leakage, ``C.noc_static_w_per_mm2`` x area) + dynamic (bit-hops per
+second x ``C.noc_pj_per_bit_hop``): it follows the traffic the communication model computes.
+D2D / IO: UCIe PHY area from the provisioned bandwidth at ``C.ucie_gbps_per_mm2`` and power at
+``C.ucie_pj_per_bit`` with the lanes running at the provisioned rate.
 """
 from __future__ import annotations
 
 from dse.constants import C
 
-
-def core_mesh_area_mm2(core_mesh_link_bits: int) -> float:
-    return C.core_mesh_area_mm2_ref * core_mesh_link_bits / 512
-
-
-def core_mesh_power_w(core_mesh_link_bits: int) -> float:
-    return C.core_mesh_power_w_ref * core_mesh_link_bits / 512
+# A 2-D mesh router has 4 neighbour ports and 1 local port (topology, not a fitted number).
+MESH_RADIX = 5
 
 
-def die_noc_area_mm2(die_noc_link_bits: int) -> float:
-    return C.die_noc_area_mm2_ref * die_noc_link_bits / 512
+def router_area_mm2(radix: int, width_bits: int) -> float:
+    """One router: (buffers + crossbar) x overhead (0.11 mm2 at radix 5, 512 b)."""
+    buffers_um2 = radix * C.noc_buffer_flits * width_bits * C.noc_ff_um2
+    xbar_um2 = (radix * width_bits * C.noc_wire_pitch_um) ** 2
+    return C.noc_router_overhead * (buffers_um2 + xbar_um2) * 1e-6
 
 
-def die_noc_power_w(die_noc_link_bits: int) -> float:
-    return C.die_noc_power_w_ref * die_noc_link_bits / 512
+def link_area_mm2(width_bits: int, length_mm: float) -> float:
+    """One direction of one link: repeaters along width x length."""
+    return width_bits * length_mm * C.noc_link_um2_per_bit_mm * 1e-6
 
 
-def d2d_io_area_mm2() -> float:
-    return C.d2d_io_area_mm2_ref
+def mesh_links(w: int, h: int) -> tuple[int, int]:
+    """(horizontal, vertical) bidirectional links of a w x h mesh."""
+    return max(0, w - 1) * h, w * max(0, h - 1)
 
 
-def d2d_io_power_w() -> float:
-    return C.d2d_io_power_w_ref
+def unit_pitch_mm(die_units_x: int, die_units_y: int) -> tuple[float, float]:
+    """Distance between neighbouring units (1.25 x 1.0 mm on the 20 x 20 mm, 16 x 20 array)."""
+    return C.die_width_mm / die_units_x, C.die_height_mm / die_units_y
+
+
+def core_mesh_area_mm2(shapes: list[tuple[int, int, int, int]], width_bits: int,
+                       pitch_x_mm: float, pitch_y_mm: float) -> float:
+    """All core meshes of a die: a router per unit and unit-pitch links inside each core (a
+    single-unit core has no mesh: its unit sits on the Die-NoC router's local port)."""
+    routers = sum(w * h for _, _, w, h in shapes if w * h > 1)
+    wires_mm = 0.0
+    for _, _, w, h in shapes:
+        hx, vy = mesh_links(w, h)
+        wires_mm += 2 * (hx * pitch_x_mm + vy * pitch_y_mm)
+    return routers * router_area_mm2(MESH_RADIX, width_bits) + link_area_mm2(width_bits, wires_mm)
+
+
+def die_noc_area_mm2(grid_x: int, grid_y: int, width_bits: int, core_pitch_x_mm: float,
+                     core_pitch_y_mm: float) -> float:
+    """The Die NoC: a router per core and core-pitch links on the grid_x x grid_y core grid."""
+    hx, vy = mesh_links(grid_x, grid_y)
+    wires_mm = 2 * (hx * core_pitch_x_mm + vy * core_pitch_y_mm)
+    return grid_x * grid_y * router_area_mm2(MESH_RADIX, width_bits) + link_area_mm2(width_bits, wires_mm)
+
+
+def d2d_io_area_mm2(d2d_gbps: float, node_gbps: float) -> float:
+    """UCIe PHY area for the provisioned D2D + node-link bandwidth per die."""
+    return (d2d_gbps + node_gbps) / C.ucie_gbps_per_mm2
+
+
+def fabric_power_w(area_mm2: float, bit_hops_per_s: float) -> float:
+    """Static (clock + leakage) power of the fabric's silicon plus its dynamic switching power."""
+    return area_mm2 * C.noc_static_w_per_mm2 + bit_hops_per_s * C.noc_pj_per_bit_hop * 1e-12
+
+
+def d2d_io_power_w(d2d_gbps: float, node_gbps: float) -> float:
+    """UCIe PHY power with the lanes running at the provisioned rate (pJ/b x b/s)."""
+    return (d2d_gbps + node_gbps) * 8e9 * C.ucie_pj_per_bit * 1e-12
+
+
+def core_mesh_bit_hops_per_s(stream_bit_hops: float, unit_io_bit_hops: float) -> float:
+    """Core-mesh traffic: multicast read-out streams plus the units' activation / partial traffic."""
+    return stream_bit_hops + unit_io_bit_hops
+
+
+def multicast_bit_hops_per_s(cores: float, mean_streams: float, stream_gbps: float, tree_links: float) -> float:
+    """Bit-hops per second of ``mean_streams`` read-outs per core, each broadcast over a tree of
+    ``tree_links`` links (units in the core - 1: broadcast pooling offers the read-out to every group)."""
+    return cores * mean_streams * stream_gbps * 8e9 * tree_links
+
+
+def link_loads_bit_hops_per_s(link_bytes_per_layer: list[float], t_layer_us: float) -> float:
+    """Bit-hops per second of a set of link loads given in bytes per layer time."""
+    return sum(link_bytes_per_layer) * 8 / (t_layer_us * 1e-6)

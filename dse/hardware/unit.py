@@ -68,3 +68,19 @@ def narrowest_balanced_width(balance: float) -> int:
     while 2 * w < balance:
         w += 1
     return w
+
+
+# ---- communication: the unit's private port (spec section 6) -------------------------------
+def unit_io_bytes_per_job(chunks_in_unit: int, hidden: int, wave_tokens: int,
+                          act_bytes: float, psum_bytes: float) -> float:
+    """Bytes through a unit's port for one job (a wave of ``wave_tokens`` tokens): for every chunk
+    it streams, w activations in (w x d FP8) and w d-wide partial sums out (w x d BF16).
+
+    The study counts the activation once per chunk (4d in + 8d out per chunk and 4-token wave):
+    4 chunks x 12 x 2048 B = 96 KiB per job for the default model."""
+    return chunks_in_unit * wave_tokens * hidden * (act_bytes + psum_bytes)
+
+
+def unit_io_gbps(bytes_per_job: float, t_layer_us: float) -> float:
+    """Unit-port demand: one job per layer time (1.59 GB/s published as 1.57 for the default)."""
+    return bytes_per_job / (t_layer_us * 1e3)

@@ -54,6 +54,7 @@ _STAGES: dict[str, _Stage] = {}
 STAGE_MODULES = (
     "dse.model.stages",
     "dse.mapping.routing_stage",     # replaces the closed-form routing stage (trace-driven)
+    "dse.model.network_stage",
 )
 
 

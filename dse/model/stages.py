@@ -1,4 +1,5 @@
-"""Closed-form pipeline stages: structure (10), routing (20), performance (30), area/power (50).
+"""Closed-form pipeline stages: structure (10), routing (20), performance (30).
+(Communication, area / power and cost: `dse.model.network_stage`.)
 
 Each stage only wires design-point knobs into the pure functions of the level modules; the
 physics is in `dse.hardware.*`, `dse.mapping.sharding` and `dse.model.{latency,energy,...}`.
@@ -8,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from dse.constants import C
-from dse.hardware import area, network, power
 from dse.hardware.hierarchy import LEVELS, hierarchy
 from dse.mapping import sharding
 from dse.model import balance, baselines, energy, latency, serving
@@ -136,32 +136,3 @@ def performance(ctx: Context) -> dict[str, Any]:
             "attention_over_ffn_dies": serving.attention_over_ffn_dies(n_att, t_att, t_ffn, dies),
         })
     return m
-
-
-@stage("area_power", 50)
-def area_power(ctx: Context) -> dict[str, Any]:
-    p, h, dies = ctx.point, ctx.extra["hierarchy"], ctx.extra["dies"]
-    mfu = ctx.metrics.get("effective_mfu", C.reference_pe_mfu)
-    parts_mm2 = {
-        "reram_area_mm2": area.reram_area_mm2(h.die_capacity_bytes),
-        "pe_area_mm2": area.pe_area_mm2(h.die_active_units, p.tile_width),
-        "core_mesh_area_mm2": network.core_mesh_area_mm2(p.core_mesh_link_bits),
-        "die_noc_area_mm2": network.die_noc_area_mm2(p.die_noc_link_bits),
-        "d2d_io_area_mm2": network.d2d_io_area_mm2(),
-    }
-    parts_w = {
-        "reram_power_w": power.reram_power_w(h.die_read_gbps),
-        "pe_power_w": power.pe_power_w(h.die_gflops, mfu),
-        "core_mesh_power_w": network.core_mesh_power_w(p.core_mesh_link_bits),
-        "die_noc_power_w": network.die_noc_power_w(p.die_noc_link_bits),
-        "d2d_io_power_w": network.d2d_io_power_w(),
-    }
-    die_area = sum(parts_mm2.values())
-    die_power = sum(parts_w.values())
-    budget = area.die_budget_mm2()
-    if die_area > budget * (1 + 1e-9):
-        ctx.infeasible(f"die area {die_area:.1f} mm2 exceeds the {budget:.0f} mm2 budget")
-    return {**parts_mm2, **parts_w,
-            "network_area_mm2": parts_mm2["core_mesh_area_mm2"] + parts_mm2["die_noc_area_mm2"],
-            "die_area_mm2": die_area, "die_area_budget_mm2": budget, "die_power_w": die_power,
-            "pool_power_w": power.pool_power_w(dies, die_power)}

@@ -22,6 +22,7 @@ REFERENCE_FILE = ("reference", "rexpert-35b.toml")
 FIGURE_MODULES = (
     "dse.reproduce.figures_closed_form",
     "dse.reproduce.figures_schedule",
+    "dse.reproduce.figures_network",
 )
 
 _FIGURES: dict[str, tuple[Callable[[], Any], str]] = {}
