@@ -36,7 +36,8 @@ def test_union_interpolation_hits_measured_points():
 def test_union_tail_and_uniform():
     assert union_uniform(256, 8, 1) == pytest.approx(8)
     t = {1: 8.0, 128: 205.0}
-    assert union_from_table(t, 256, 128) == 205.0
+    assert union_from_table(t, 256, 128) == pytest.approx(205.0)
+    assert union_from_table(t, 256, 2) <= 2 * 8  # power-law interpolation keeps U(B) <= B k
     assert union_from_table(t, 256, 10**6) == pytest.approx(256)
 
 
