@@ -76,6 +76,27 @@ def _core_two_stage(unit_jobs, groups):
     return R, streams, reads, moved
 
 
+def _prefetch(per_step, pes, depth):
+    """Load-aware fetch, step by step for one layer. per_step[s][x] = jobs of resource x in step s
+    (x = core for broadcast, group for direct); pes[x] its PE tiles. Returns rounds per step."""
+    S, X = len(per_step), len(pes)
+    credit = [0] * X
+    out = []
+    for s in range(S):
+        pending = []
+        for x in range(X):
+            use = min(credit[x], per_step[s][x])
+            credit[x] -= use
+            pending.append(per_step[s][x] - use)
+        rho = max((math.ceil(pending[x] / pes[x]) if pes[x] else 0) for x in range(X))
+        for x in range(X):
+            idle = rho * pes[x] - pending[x]
+            queued = sum(per_step[t][x] for t in range(s + 1, min(S, s + 1 + depth))) - credit[x]
+            credit[x] += min(idle, max(queued, 0))
+        out.append(rho)
+    return out
+
+
 def run(ids, n_experts, slot, core_units, groups_of_core, w, pooling="broadcast", fetch="fifo", depth=16):
     """Schedule ids[s][l][t][j]. slot[l][e] = unit index (units numbered core by core);
     groups_of_core[c] = list of groups, each a list of unit indices of core c.
@@ -84,7 +105,6 @@ def run(ids, n_experts, slot, core_units, groups_of_core, w, pooling="broadcast"
     and the cascade ratios."""
     n = loads(ids, n_experts)
     S, L = len(n), len(n[0])
-    window = 1 if fetch == "fifo" else depth
     P = sum(core_units)
     tokens = [[sum(n[s][l]) for l in range(L)] for s in range(S)]
     jobs = [[sum(math.ceil(x / w) for x in n[s][l]) for l in range(L)] for s in range(S)]
@@ -92,14 +112,14 @@ def run(ids, n_experts, slot, core_units, groups_of_core, w, pooling="broadcast"
     rounds = [[0.0] * L for _ in range(S)]
     reads = [[0.0] * L for _ in range(S)]
     hist: dict[int, int] = {}
-    for w0 in range(0, S, window):
-        steps = list(range(w0, min(S, w0 + window)))
-        for l in range(L):
-            unit_jobs = {}
-            for e in range(n_experts):
-                unit_jobs[slot[l][e]] = sum(math.ceil(n[s][l][e] / w) for s in steps)
+    for l in range(L):
+        per_step_x = []           # jobs per resource (core or group) per step, for load-aware fetch
+        pes_x = None
+        for s in range(S):
+            unit_jobs = {slot[l][e]: math.ceil(n[s][l][e] / w) for e in range(n_experts)}
             rho = 0
             read_total = 0
+            xs, pes = [], []
             for c, groups in enumerate(groups_of_core):
                 units = [u for g in groups for u in g]
                 uj = {u: unit_jobs.get(u, 0) for u in units}
@@ -107,15 +127,24 @@ def run(ids, n_experts, slot, core_units, groups_of_core, w, pooling="broadcast"
                 read_total += sum(rd.values())
                 if pooling == "direct":
                     for g in groups:
-                        rho = max(rho, _direct_rounds(sum(uj[u] for u in g), len(g)))
+                        o = sum(uj[u] for u in g)
+                        rho = max(rho, _direct_rounds(o, len(g)))
+                        xs.append(o)
+                        pes.append(len(g))
                     st = 0
                 else:
                     rho = max(rho, R)
+                    xs.append(sum(uj.values()))
+                    pes.append(len(units))
                 if sum(uj.values()) > 0:
                     hist[st] = hist.get(st, 0) + 1
-            for s in steps:
-                rounds[s][l] = rho / len(steps)
-                reads[s][l] = read_total / len(steps)
+            rounds[s][l] = float(rho)
+            reads[s][l] = float(read_total)
+            per_step_x.append(xs)
+            pes_x = pes
+        if fetch == "load_aware":
+            for s, r in enumerate(_prefetch(per_step_x, pes_x, depth)):
+                rounds[s][l] = float(r)
     T = sum(map(sum, tokens))
     J = sum(map(sum, jobs))
     RR = sum(map(sum, rounds))

@@ -118,7 +118,7 @@ def cases(draw):
     w = draw(st.integers(1, 4))
     pooling = draw(st.sampled_from(["direct", "broadcast"]))
     fetch = draw(st.sampled_from(["fifo", "load_aware"]))
-    depth = draw(st.integers(1, 4))
+    depth = draw(st.integers(1, 6))
     seed = draw(st.integers(0, 2 ** 31))
     skew = draw(st.floats(0.0, 3.0))
     return E, k, S, L, B, side, dx, dy, rem, groups, w, pooling, fetch, depth, seed, skew
@@ -223,3 +223,31 @@ def test_overflow_comes_from_the_hottest_experts_of_a_group():
     assert s.overflow_jobs == 3
     d = schedule(loads, dom, pl.place("contiguous", dom, loads[0].astype(float)), 1, "direct")
     assert d.rounds_mean == 4                      # 7 jobs on the group's 2 tiles
+
+
+@pytest.mark.parametrize("jobs, depth, expected", [
+    ([1, 3, 0], 1, [1, 1, 0]),      # step 0's idle tile pulls one job of step 1
+    ([1, 0, 3], 1, [1, 0, 2]),      # step 2 is beyond a one-step look-ahead
+    ([1, 0, 3], 2, [1, 0, 1]),      # ... but within a two-step one
+])
+def test_load_aware_prefetch_by_hand(jobs, depth, expected):
+    dom = pl.domain(2, core_side=2, groups_per_core=4, die_units_x=2, die_units_y=1)   # one core, 2 tiles
+    loads = np.array([[[j, 0]] for j in jobs])
+    slot = pl.place("contiguous", dom, loads[0].astype(float))
+    fifo = schedule(loads, dom, slot, 1, "broadcast", "fifo")
+    assert fifo.rounds.ravel().tolist() == [math.ceil(j / 2) for j in jobs]
+    la = schedule(loads, dom, slot, 1, "broadcast", "load_aware", depth)
+    assert la.rounds.ravel().tolist() == expected
+
+
+def test_overflow_beyond_the_hottest_expert_needs_more_streams():
+    # one core of 8 units (a 2 x 4 die at side 4, partial) in 2 groups of 4; w = 1
+    dom = pl.domain(8, core_side=4, groups_per_core=4, die_units_x=2, die_units_y=4)
+    assert dom.core_units == (8,) and dom.group_units == (4, 4)
+    loads = np.array([[[3, 1, 3, 1, 0, 0, 0, 0]]])
+    s = schedule(loads, dom, pl.place("contiguous", dom, loads[0].astype(float)), 1, "broadcast")
+    assert s.rounds_mean == 1 and s.overflow_jobs == 4   # X = 8 - 1 x 4 jobs leave group 0
+    assert s.streams_peak == 2                           # the two 3-job experts cover them (not 1 + 1 + 3)
+    loads = np.array([[[5, 1, 1, 1, 0, 0, 0, 0]]])
+    s = schedule(loads, dom, pl.place("contiguous", dom, loads[0].astype(float)), 1, "broadcast")
+    assert s.rounds_mean == 1 and s.streams_peak == 1    # X = 4 <= 5: the hottest alone

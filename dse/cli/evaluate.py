@@ -1,4 +1,4 @@
-"""`dse evaluate [CONFIG.toml] [--model NAME] [--set KEY=VALUE ...] [--batch B] [--json]`."""
+"""`dse evaluate [CONFIG.toml] [--model NAME] [--set KEY=VALUE ...] [--batch B] [--trace PATH | --synthetic | --catalog-unions] [--seed N] [--steps S] [--json]`."""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +14,10 @@ GROUPS = {
                 "array_utilization", "cores_per_die", "core_grid"],
     "hierarchy": ["unit_read_gbps", "unit_gflops", "core_read_gbps", "die_capacity_mib", "die_read_gbps",
                   "die_gflops", "pool_pflops", "pool_read_tbps", "balance_flop_per_byte", "roofline_cap"],
-    "latency": ["union_experts", "union_source", "t_layer_us", "ffn_latency_us_per_token", "read_bound",
+    "routing": ["union_experts", "union_source", "ideal_mfu", "occupancy", "actual_mfu", "rounds", "jobs_per_layer",
+                "multicast_streams_mean", "multicast_streams_p99", "multicast_streams_peak",
+                "readouts_per_layer_pooled", "readouts_per_layer_unpooled", "no_pooling_weight_mb_per_token"],
+    "latency": ["t_layer_us", "ffn_latency_us_per_token", "read_bound",
                 "h20_us_per_token", "speedup_vs_h20", "h100_us_per_token", "speedup_vs_h100"],
     "energy": ["weight_mb_per_token", "weight_energy_uj_per_token", "h20_weight_energy_uj_per_token"],
     "serving": ["t_attn_us", "tpot_af_us", "tpot_gpu_only_us", "af_gain"],
@@ -31,14 +34,44 @@ def add_point_args(p: argparse.ArgumentParser) -> None:
                    help="override a knob (repeatable), e.g. --set core_side=6 --set array_depth=16K")
 
 
+def add_trace_args(p: argparse.ArgumentParser) -> None:
+    """Routing-trace arguments (``trace``, ``trace_seed``, ``trace_steps`` knobs)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--trace", metavar="PATH",
+                   help="routing trace (.npz from `dse trace convert`) or an unconverted router dump; model and "
+                        "batch default to the trace's (without a CONFIG)")
+    g.add_argument("--synthetic", action="store_true",
+                   help="seeded synthetic trace of the model (the default), see --seed / --steps")
+    g.add_argument("--catalog-unions", action="store_true",
+                   help="no trace: closed-form U(B) from the catalog, no scheduling (trace = 'catalog')")
+    p.add_argument("--seed", help="seed of the synthetic trace (trace_seed)")
+    p.add_argument("--steps", help="decode steps of the synthetic trace (trace_steps)")
+
+
 def point_from_args(args: argparse.Namespace) -> DesignPoint:
     overrides = list(args.overrides)
     if args.model:
         overrides.append(f"model={args.model}")
     if args.batch:
         overrides.append(f"batch={args.batch}")
-    if getattr(args, "trace", None):
-        overrides.append(f"trace={args.trace}")
+    trace = getattr(args, "trace", None)
+    if trace:
+        overrides.append(f"trace={trace}")
+        if not args.config:  # model and batch follow the trace unless given
+            from dse.workload.trace import peek_meta
+            meta = peek_meta(trace, args.model)
+            if not args.model:
+                overrides.append(f"model={meta.model}")
+            if not args.batch:
+                overrides.append(f"batch={meta.batch}")
+    if getattr(args, "synthetic", False):
+        overrides.append("trace=synthetic")
+    if getattr(args, "catalog_unions", False):
+        overrides.append("trace=catalog")
+    if getattr(args, "seed", None) is not None:
+        overrides.append(f"trace_seed={args.seed}")
+    if getattr(args, "steps", None) is not None:
+        overrides.append(f"trace_steps={args.steps}")
     if args.config:
         return DesignPoint.from_file(args.config, overrides=overrides)
     return DesignPoint.from_dict({}, overrides=overrides)
@@ -49,6 +82,7 @@ def register(sub) -> None:
                        description="Evaluate one design point: every closed-form metric "
                                    "(defaults: the published design on qwen3.5-35b-a3b).")
     add_point_args(p)
+    add_trace_args(p)
     p.add_argument("--json", action="store_true", help="one flat JSON object (knobs + metrics)")
     p.set_defaults(func=run)
 

@@ -187,7 +187,7 @@ def _synth(args) -> int:
         from dse.workload.trace import save_trace
         save_trace(tr, args.output)
     summ = trace_stats(tr)
-    targets = synth.targets(model)
+    targets = synth.targets(model, B)
     if args.json:
         summ["targets"] = targets
         summ["params"] = asdict(params)
@@ -198,6 +198,8 @@ def _synth(args) -> int:
           f"seed {args.seed}, profile {profile or 'none'}, parameters of {origin}"
           + (f"; wrote {args.output}" if args.output else ""))
     if not targets:
-        print("(no routing statistics for this model in the catalog: nothing to compare with)")
+        print("(no routing statistics for this model in the catalog and no measured profile: nothing to compare with)")
+    elif not (model.routing or {}).get("gini"):
+        print(f"(targets: aggregate statistics of the measured profile {profile}; U(B) assumes independent tokens)")
     print(table(_summary_rows(summ, targets), ["statistic", "achieved", "target", "ratio"]))
     return 0

@@ -31,12 +31,13 @@ from dse.constants import C
 from dse.errors import TraceError
 from dse.mapping import placement as pl
 from dse.mapping.scheduler import Scheduler
+import dse.model.stages  # noqa: F401  (registers the closed-form stages first: ours replaces "routing")
 from dse.model.evaluate import Context, guarantee, stage
 from dse.workload.trace import TraceFile, TraceMeta, check_model, is_dump, load_cached, loads
 from dse.workload.union import union_closed_form
 
-STREAM_BYTES = 256 << 20          # load arrays above this are streamed, not cached
-CHUNK_STEPS = 64                  # steps per streamed chunk (rounded to whole fetch windows)
+STREAM_BYTES = 32 << 20           # traces whose load array exceeds this are streamed, not cached
+CHUNK_STEPS = 64                  # steps per streamed chunk
 
 SCHEDULE_KEYS = ("ideal_mfu", "occupancy", "actual_mfu", "rounds", "jobs_per_layer",
                  "multicast_streams_mean", "multicast_streams_p99", "multicast_streams_peak",
@@ -59,13 +60,12 @@ class Workload:
     start: int = 0                           # first measured step in the file (streamed)
     _coact: np.ndarray | None = field(default=None, repr=False)
 
-    def chunks(self, window: int) -> Iterator[np.ndarray]:
-        """Load chunks of whole fetch windows."""
+    def chunks(self) -> Iterator[np.ndarray]:
+        """Load chunks [steps, layers, E] of consecutive measured steps."""
         if self.load is not None:
             yield self.load
             return
-        step = max(window, (CHUNK_STEPS // window) * window)
-        for ids in self.reader.chunks(step, start=self.start):
+        for ids in self.reader.chunks(CHUNK_STEPS, start=self.start):
             yield loads(ids, self.meta.n_experts)
 
     def coact(self) -> np.ndarray:
@@ -181,7 +181,7 @@ def routing(ctx: Context) -> dict[str, Any]:
         ul, memo = hit
         sched = sch.run_layout([ul], memo)
     else:
-        sched = sch.run(wl.chunks(sch.window))
+        sched = sch.run(wl.chunks())
     ctx.extra["schedule"] = sched
     ctx.extra["workload"] = wl
     union = sched.union_mean

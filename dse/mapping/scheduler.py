@@ -7,11 +7,15 @@ implements the same rules job by job):
 
 * A job is up to w tokens of one expert: expert e issues ceil(n_e / w) jobs; T = sum n_e token-expert
   pairs, J = sum of jobs. A round is one pass of every busy PE tile over its expert's weights.
-* Scheduling window: ``fetch = 'fifo'`` schedules every (step, layer) on its own (tokens are served
-  in arrival order, so a core idles until the step's hottest core finishes). ``fetch = 'load_aware'``
-  lets an idle core pull tokens already routed to its resident experts from the next queued
-  batches, up to ``fetch_queue_depth`` batch slots (decode steps of the same layer): jobs of Q
-  consecutive steps form one window and the window's rounds are shared by its steps.
+* Fetch: ``fifo`` schedules every (step, layer) on its own (tokens are served in arrival order,
+  so a core idles until the step's critical core finishes). ``load_aware`` lets a core that is
+  idle in step s pull jobs of its resident experts from the next Q = ``fetch_queue_depth`` queued
+  batch slots (decode steps of the same layer) into its idle slots, ahead of FIFO order. Per core
+  (per group when ``direct``) x, step by step: pending_x(s) = J_x(s) minus the credit of jobs
+  already pulled; rounds(s) = max_x ceil(pending_x / P_x); then the idle slots
+  rounds(s) P_x - pending_x pull up to the not yet pulled jobs of steps s+1..s+Q. The look-ahead is
+  bounded (and truncated at the end of the trace), so the gain is bounded too. Multicast streams
+  and read-outs are those of each step's own two-stage schedule.
 * ``pooling = 'direct'``: a group runs only its own experts' jobs, on its u PE tiles:
   rounds_g = ceil(O_g / u_g) (O_g = jobs of the group's experts); the layer takes the maximum.
 * ``pooling = 'broadcast'`` (two-stage, core-local): owners first keep up to R_c u_g of their own
@@ -38,7 +42,7 @@ import numpy as np
 
 from dse.mapping.placement import Domain
 
-# Keep per-(window, layer, core) stream counts when at most this many (else the histogram only).
+# Keep per-(step, layer, core) stream counts when at most this many (else the histogram only).
 KEEP_STREAMS_MAX = 4_000_000
 
 
@@ -48,18 +52,18 @@ class Schedule:
     tile_width: int
     pooling: str
     fetch: str
-    window: int                     # steps per scheduling window (1 = fifo)
+    queue_depth: int                # load-aware look-ahead in steps (0 = fifo)
     pes: int                        # PE tiles of the scheduling domain (N G for one-unit groups)
     n_cores: int
     core_units: tuple[int, ...]
     tokens: np.ndarray              # [steps, layers] token-expert pairs T
     jobs: np.ndarray                # [steps, layers] jobs J
     union: np.ndarray               # [steps, layers] active experts U
-    rounds: np.ndarray              # [steps, layers] critical-path rounds (window rounds / window steps)
+    rounds: np.ndarray              # [steps, layers] critical-path rounds
     readouts_pooled: np.ndarray     # [steps, layers]
     readouts_unpooled: np.ndarray   # [steps, layers]
-    streams_hist: np.ndarray        # count of (window, layer, active core) samples with s streams
-    streams: np.ndarray | None = field(default=None, repr=False)  # [windows, layers, cores] or None
+    streams_hist: np.ndarray        # count of (step, layer, busy core) samples with s streams
+    streams: np.ndarray | None = field(default=None, repr=False)  # [steps, layers, cores] or None
     overflow_jobs: float = 0.0      # jobs run outside their owner group (broadcast)
 
     # -- summaries ------------------------------------------------------------------------------
@@ -132,13 +136,73 @@ def _ceil_div(a: np.ndarray, b) -> np.ndarray:
     return -(-a // b)
 
 
+_BYTES = np.uint64(0x0101010101010101)
+
+
+def _count_last(b: np.ndarray) -> np.ndarray:
+    """True values along the last axis of a bool array (byte-sum trick when it is a multiple of 8:
+    eight 0/1 bytes in a uint64 times 0x0101...01 leave their sum in the top byte)."""
+    n = b.shape[-1]
+    if n % 8 or n > 255 or not b.flags.c_contiguous:
+        return b.sum(axis=-1, dtype=np.int32)
+    v = b.view(np.uint8).reshape(-1, n // 8, 8).view(np.uint64)[..., 0]
+    acc = v[:, 0].copy()
+    for i in range(1, n // 8):                     # bytes stay <= n / 8: no carry between bytes
+        acc += v[:, i]
+    return ((acc * _BYTES) >> np.uint64(56)).astype(np.int32).reshape(b.shape[:-1])
+
+
+class _Prefetch:
+    """Load-aware fetch: the bounded prefetch recurrence over steps, streamed chunk by chunk
+    (vectorised over layers and resources x; only Q steps of look-ahead are buffered)."""
+
+    def __init__(self, depth: int, pes: np.ndarray):
+        self.Q, self.pes = depth, pes
+        self.safe = np.maximum(pes, 1)
+        self.buf: np.ndarray | None = None
+        self.credit: np.ndarray | None = None
+        self.out: list[np.ndarray] = []
+
+    def push(self, jx: np.ndarray) -> None:
+        jx = jx.astype(np.int64)
+        self.buf = jx if self.buf is None else np.concatenate([self.buf, jx], axis=0)
+        self._run(final=False)
+
+    def finish(self) -> np.ndarray:
+        self._run(final=True)
+        return np.concatenate(self.out, axis=0).astype(np.float64)
+
+    def _run(self, final: bool) -> None:
+        buf = self.buf
+        n = buf.shape[0]
+        upto = n if final else n - self.Q               # steps whose look-ahead is complete
+        if upto <= 0:
+            return
+        if self.credit is None:
+            self.credit = np.zeros(buf.shape[1:], dtype=np.int64)
+        cs = np.cumsum(buf, axis=0)
+        credit, pes, safe = self.credit, self.pes, self.safe
+        rounds = np.empty((upto, buf.shape[1]), dtype=np.int64)
+        for i in range(upto):
+            use = np.minimum(credit, buf[i])
+            credit -= use
+            pending = buf[i] - use
+            rho = (-(-pending // safe)).max(axis=1)                     # [L]
+            idle = rho[:, None] * pes - pending
+            future = cs[min(i + self.Q, n - 1)] - cs[i] - credit          # queued, not yet pulled
+            credit += np.minimum(idle, np.maximum(future, 0))
+            rounds[i] = rho
+        self.out.append(rounds)
+        self.buf = buf[upto:]
+
+
 class Scheduler:
     """Schedules load chunks for one placement and domain.
 
     Loads are first gathered into a padded per-core unit layout [steps, layers, cores, side^2]
     (unit i of core c at [..., c, i]; padding and empty units hold 0), so every reduction over a
     core or group is over a contiguous last axis. :meth:`run` takes [steps, layers, E] load chunks
-    (whole fetch windows each); :meth:`run_layout` takes chunks already in the layout (cached by the
+    of consecutive steps; :meth:`run_layout` takes chunks already in the layout (cached by the
     routing stage per placement)."""
 
     def __init__(self, dom: Domain, slot: np.ndarray, tile_width: int, pooling: str = "broadcast",
@@ -150,7 +214,7 @@ class Scheduler:
         self.dom = dom
         self.w = int(tile_width)
         self.pooling, self.fetch = pooling, fetch
-        self.window = 1 if fetch == "fifo" else max(1, int(queue_depth))
+        self.depth = 0 if fetch == "fifo" else max(1, int(queue_depth))
         L, E = slot.shape
         self.L, self.E = L, E
         self.N, self.F = dom.n_cores, dom.full
@@ -184,57 +248,90 @@ class Scheduler:
         w = self.w
         s = ul.shape[0]
         memo = {} if memo is None else memo
-        if ("jobs", w) not in memo:
-            memo[("jobs", w)] = ul if w == 1 else (ul + (w - 1)) // w
-            memo[("jsum", w)] = memo[("jobs", w)].sum(axis=(2, 3), dtype=np.int64)
         if "tokens" not in memo:
             memo["tokens"] = ul.sum(axis=(2, 3), dtype=np.int64)
             memo["union"] = np.count_nonzero(ul.reshape(s, self.L, -1), axis=2)
+            # BLAS sums in float32 are exact below 2^24 per (step, layer)
+            memo["ft"] = np.float32 if int(memo["tokens"].max(initial=0)) < (1 << 24) else np.float64
+        ft = memo["ft"]
+        if ("jobs", w) not in memo:                                         # design-independent parts
+            jobs = ul if w == 1 else (ul + (w - 1)) // w
+            memo[("jobs", w)] = jobs
+            memo[("jsum", w)] = jobs.sum(axis=(2, 3), dtype=np.int64)
+            memo[("jc", w)] = np.rint(jobs.astype(ft) @ np.ones(self.F, ft)).astype(np.int64)
+            memo[("jmax", w)] = jobs.max(axis=(2, 3))
+            memo[("jf", w)] = jobs.astype(ft).reshape(s, self.L, -1)
         jobs, jsum = memo[("jobs", w)], memo[("jsum", w)]
         tokens, union = memo["tokens"], memo["union"]
-        if self.window > 1:
-            jw = np.add.reduceat(jobs.astype(np.int32), np.arange(0, s, self.window), axis=0)
-        else:
-            jw = jobs
-        jc = jw.sum(axis=3, dtype=np.int32)                                 # [nw, L, N]
-        rc = _ceil_div(jc, self.core_units)                                 # broadcast rounds per core
+        jw = jobs
+        jc = memo[("jc", w)]                                                # [s, L, N] jobs per core
+        rc = _ceil_div(jc, self.core_units).astype(jw.dtype)                # broadcast rounds per core
         rcx = rc[..., None]
         og = None
         if self.pooling == "direct":
             if self.simple:
-                rho = jw.max(axis=(2, 3))
+                rho = memo[("jmax", w)]
+                per_x = jw.reshape(s, self.L, -1)                            # one-unit groups
             else:
-                og = np.add.reduceat(jw, self.group_starts, axis=3, dtype=np.int32)
+                og, _ = self._groups(jw, memo)
                 rho = _ceil_div(og, np.maximum(self.group_pes, 1)).max(axis=(2, 3))
+                per_x = og.reshape(s, self.L, -1)
         else:
             rho = rc.max(axis=2)
-        ro_pooled = np.minimum(jw, rcx).sum(axis=(2, 3), dtype=np.int64)    # one read-out per round run
+            per_x = jc
+        # one read-out per round an expert runs in: sum_u min(j_u, R_c) (float32 sums are exact here)
+        rcu = np.repeat(rc.astype(ft), self.F, axis=2)
+        ro_pooled = np.rint(np.minimum(memo[("jf", w)], rcu) @ np.ones(rcu.shape[2], ft)).astype(np.int64)
         if self.pooling == "broadcast":
             if self.simple:
-                streams = (jw > rcx).sum(axis=3, dtype=np.int32)
+                streams = _count_last(jw > rcx)
                 overflow = float(jc.sum(dtype=np.int64) - ro_pooled.sum())   # sum_u max(0, j_u - R_c)
             else:
-                og = np.add.reduceat(jw, self.group_starts, axis=3, dtype=np.int32)
-                xg = np.maximum(og - rcx * self.group_pes, 0)               # [nw, L, N, Gc]
-                pad = np.concatenate([jw, np.zeros(jw.shape[:3] + (1,), dtype=jw.dtype)], axis=3)
-                mem = -np.sort(-pad[..., self.group_members], axis=4)       # hottest first
-                excl = np.cumsum(mem, axis=4) - mem
-                streams = ((excl < xg[..., None]) & (mem > 0)).sum(axis=(3, 4), dtype=np.int32)
+                og, gmax = self._groups(jw, memo)
+                xg = np.maximum(og - rcx.astype(np.int32) * self.group_pes, 0)   # [s, L, N, Gc]
+                sg = (xg > 0).astype(np.int32)             # the hottest expert alone covers X_g ...
+                need = np.nonzero(xg > gmax)               # ... except in these (rare) groups
+                if need[0].size:
+                    pad = np.concatenate([jw, np.zeros(jw.shape[:3] + (1,), dtype=jw.dtype)], axis=3)
+                    rows = pad[need[0][:, None], need[1][:, None], need[2][:, None], self.group_members[need[3]]]
+                    mem = -np.sort(-rows, axis=1)                           # hottest first
+                    excl = np.cumsum(mem, axis=1) - mem
+                    sg[need] = ((excl < xg[need][:, None]) & (mem > 0)).sum(axis=1)
+                streams = sg.sum(axis=3, dtype=np.int32)
                 overflow = float(xg.sum())
         else:
             streams = np.zeros(jc.shape, dtype=np.int32)
             overflow = 0.0
         hist = np.bincount(streams[jc > 0].ravel(), minlength=1)
-        if self.window > 1:
-            sizes = np.diff(np.append(np.arange(0, s, self.window), s))
-            rounds = np.repeat(rho / sizes[:, None], sizes, axis=0)
-            ro_p = np.repeat(ro_pooled / sizes[:, None], sizes, axis=0)
-        else:
-            rounds, ro_p = rho.astype(np.float64), ro_pooled.astype(np.float64)
-        return tokens, jsum, union, rounds, ro_p, hist, streams, overflow
+        return tokens, jsum, union, rho.astype(np.float64), ro_pooled.astype(np.float64), hist, streams, \
+            overflow, per_x
+
+    def _groups(self, jw: np.ndarray, memo: dict) -> tuple[np.ndarray, np.ndarray]:
+        """(jobs, hottest expert's jobs) of every group [s, L, N, Gc], memoised per tile width."""
+        key = ("groups", self.w, tuple(self.group_starts))
+        if key not in memo:
+            s, L, N, F = jw.shape
+            sizes = np.diff(np.r_[self.group_starts, F])
+            if (sizes == sizes[0]).all():                                   # equal groups: a reshape
+                g = jw.reshape(s, L, N, len(sizes), sizes[0])
+                memo[key] = (g.sum(axis=4, dtype=np.int32), g.max(axis=4).astype(np.int32))
+            else:
+                pad = np.concatenate([jw, np.zeros((s, L, N, 1), dtype=jw.dtype)], axis=3)
+                g = pad[..., self.group_members]
+                memo[key] = (g.sum(axis=4, dtype=np.int32), g.max(axis=4).astype(np.int32))
+        return memo[key]
+
+    def _x_pes(self) -> np.ndarray:
+        """PE tiles of every scheduling resource x: cores (broadcast) or groups (direct)."""
+        if self.pooling == "broadcast":
+            return self.core_units.astype(np.int64)
+        if self.simple:
+            idx = np.arange(self.F)[None, :]
+            return (idx < self.core_units[:, None]).astype(np.int64).ravel()
+        return self.group_pes.astype(np.int64).ravel()
 
     def run(self, chunks: Iterable[np.ndarray]) -> Schedule:
-        """Schedule [steps, layers, E] load chunks (each a whole number of fetch windows)."""
+        """Schedule [steps, layers, E] load chunks (consecutive steps)."""
         return self.run_layout(self.layout(c) for c in chunks)
 
     def run_layout(self, unit_chunks: Iterable[np.ndarray], memo: dict | None = None) -> Schedule:
@@ -245,8 +342,11 @@ class Scheduler:
         keep: list[np.ndarray] | None = []
         kept = 0
         overflow = 0.0
+        pf = _Prefetch(self.depth, self._x_pes()) if self.depth else None
         for ul in unit_chunks:
-            t, j, u, r, rp, h, st, ov = self._chunk(ul, memo)
+            t, j, u, r, rp, h, st, ov, jx = self._chunk(ul, memo)
+            if pf is not None:
+                pf.push(jx)
             parts.append((t, j, u, r, rp))
             if h.size > hist.size:
                 hist = np.pad(hist, (0, h.size - hist.size))
@@ -261,8 +361,10 @@ class Scheduler:
         if not parts:
             raise ValueError("no steps to schedule")
         cat = [p[0] if len(parts) == 1 else np.concatenate(p, axis=0) for p in zip(*parts)]
+        if pf is not None:
+            cat[3] = pf.finish()
         return Schedule(
-            tile_width=self.w, pooling=self.pooling, fetch=self.fetch, window=self.window,
+            tile_width=self.w, pooling=self.pooling, fetch=self.fetch, queue_depth=self.depth,
             pes=self.dom.units, n_cores=self.dom.n_cores, core_units=self.dom.core_units,
             tokens=cat[0], jobs=cat[1], union=cat[2], rounds=cat[3], readouts_pooled=cat[4],
             readouts_unpooled=cat[1].astype(np.float64), streams_hist=hist,

@@ -16,6 +16,7 @@ exception: stages that need a feasible mapping are skipped and their metrics are
 from __future__ import annotations
 
 import importlib
+import sys
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -103,8 +104,10 @@ class Result:
 
 
 def _stages() -> list[_Stage]:
-    if not _STAGES:
-        for mod in STAGE_MODULES:
+    # Import every stage module once (not "when nothing is registered": a stage module imported
+    # directly, e.g. by a test, must not hide the others).
+    for mod in STAGE_MODULES:
+        if mod not in sys.modules:
             importlib.import_module(mod)
     return sorted(_STAGES.values())
 

@@ -48,7 +48,7 @@ class DesignPoint:
     batch: int | None = None
     context: int = 4096
     attn_gpu: str = "h20"
-    trace: str = "catalog"
+    trace: str = "synthetic"
     trace_seed: int = 0
     trace_steps: int = 64
     profile_steps: int = 16

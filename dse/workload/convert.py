@@ -92,12 +92,14 @@ def _read_json(path: Path) -> Any:
         raise TraceError(f"{path}: JSON nested too deeply") from None
 
 
-def _layer_map(keys: Iterable, where: str) -> dict[Any, int]:
+def _layer_key(k: Any, where: str) -> int:
     try:
-        ints = sorted(int(k) for k in keys)
+        v = int(k)
     except (TypeError, ValueError):
-        raise TraceError(f"{where}: layer keys must be integers, got {sorted(map(str, keys))[:5]}") from None
-    return {k: i for i, k in enumerate(ints)}
+        raise TraceError(f"{where}: layer keys must be integers, got {str(k)[:20]!r}") from None
+    if v < 0:
+        raise TraceError(f"{where}: layer {v}: must be >= 0")
+    return v
 
 
 def _read_routes(doc: dict, path: Path, acc: _Tokens, phase: str) -> None:
@@ -115,8 +117,7 @@ def _read_routes(doc: dict, path: Path, acc: _Tokens, phase: str) -> None:
         if phase != "all" and r.get("phase", "decode") != phase:
             acc.dropped += 1
             continue
-        lm = _layer_map(r["layers"].keys(), where)
-        layers = {lm[int(k)]: _ids(v, f"{where}.layers.{k}") for k, v in r["layers"].items()}
+        layers = {_layer_key(k, where): _ids(v, f"{where}.layers.{k}") for k, v in r["layers"].items()}
         acc.add(None, (len(acc.records), r.get("token_pos", i)), layers)
 
 
@@ -132,13 +133,16 @@ def _read_lines(lines: Iterable[tuple[int, Any]], path: Path, acc: _Tokens, phas
         tok = _get(rec, TOKEN_KEYS)
         if tok is None:
             raise TraceError(f"{where}: missing the token index (one of {', '.join(TOKEN_KEYS)})")
+        if not isinstance(tok, int) or isinstance(tok, bool):
+            raise TraceError(f"{where}: token index {str(tok)[:40]}: must be an integer")
         step = rec.get("step")
+        if step is not None and (not isinstance(step, int) or isinstance(step, bool)):
+            raise TraceError(f"{where}: step {str(step)[:40]}: must be an integer")
         key = (step, tok)
         slot = per_token.setdefault(key, {"line": lineno, "layers": {}})
         if isinstance(rec.get("layers"), dict):
-            lm = _layer_map(rec["layers"].keys(), where)
             for k, v in rec["layers"].items():
-                slot["layers"][lm[int(k)]] = _ids(v, f"{where}: layers.{k}")
+                slot["layers"][_layer_key(k, where)] = _ids(v, f"{where}: layers.{k}")
             continue
         layer = _get(rec, LAYER_KEYS)
         if not isinstance(layer, int) or isinstance(layer, bool) or layer < 0:
@@ -146,10 +150,8 @@ def _read_lines(lines: Iterable[tuple[int, Any]], path: Path, acc: _Tokens, phas
         if layer in slot["layers"]:
             raise TraceError(f"{where}: token {tok} layer {layer} appears twice")
         slot["layers"][layer] = _ids(_get(rec, EXPERT_KEYS), f"{where}: experts")
-    all_layers = sorted({l for v in per_token.values() for l in v["layers"]})
-    lm = {l: i for i, l in enumerate(all_layers)}
     for (step, tok), v in per_token.items():
-        acc.add(step, (step if step is not None else 0, tok), {lm[l]: ids for l, ids in v["layers"].items()})
+        acc.add(step, (step if step is not None else 0, tok), v["layers"])
 
 
 def _read_file(path: Path, acc: _Tokens, phase: str) -> None:
@@ -213,14 +215,18 @@ def convert(paths: list[str | Path], model: str | None = None, batch: int | None
     if not acc.records:
         extra = f" ({acc.dropped} records of other phases; try --phase all)" if acc.dropped else ""
         raise TraceError(f"{name}: no {phase} tokens{extra}")
+    # layer numbers as found (e.g. absolute indices of the MoE layers) -> 0..L-1 in sorted order
+    lm = {l: i for i, l in enumerate(sorted({l for r in acc.records for l in r[2]}))}
+    acc.records = [(st, od, {lm[l]: ids for l, ids in layers.items()}) for st, od, layers in acc.records]
     # shape: every token has the same layers 0..L-1 and k ids per layer
-    L = 1 + max(max(r[2]) for r in acc.records)
+    L = len(lm)
     k = len(next(iter(acc.records[0][2].values())))
     for i, (step, order, layers) in enumerate(acc.records):
         if len(layers) != L:
             missing = sorted(set(range(L)) - set(layers))
+            inv = {i: l for l, i in lm.items()}
             raise TraceError(f"{name}: token {order[1]}: has {len(layers)} of {L} layers (missing layer "
-                             f"{missing[0]}); every token needs top-k ids for every MoE layer")
+                             f"{inv[missing[0]]}); every token needs top-k ids for every MoE layer")
         for l, ids in layers.items():
             if len(ids) != k:
                 raise TraceError(f"{name}: token {order[1]} layer {l}: {len(ids)} expert ids, expected top-{k} "

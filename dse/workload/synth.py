@@ -168,7 +168,7 @@ class Generator:
         self.base = base.astype(np.float32)
         self.boost = np.ascontiguousarray(boost.transpose(1, 0, 2), dtype=np.float32)   # [L, C, E]
 
-    def _fit_profile(self, heat: np.ndarray, boost: np.ndarray, rng, iters: int = 4, n: int = 1024) -> np.ndarray:
+    def _fit_profile(self, heat: np.ndarray, boost: np.ndarray, rng, iters: int = 4, n: int = 512) -> np.ndarray:
         """Log-popularity whose top-k selection frequencies (with topics and drift) match ``heat``."""
         p, k = self.params, self.model.top_k
         L, E = heat.shape
@@ -249,9 +249,20 @@ def cached(model_name: str, batch: int, steps: int, seed: int, profile: str | No
 
 
 # -- calibration ----------------------------------------------------------------------------------
-def targets(model) -> dict[str, float]:
-    """Flat calibration targets from the catalog's routing table (union points as union_B)."""
+def targets(model, batch: int | None = None) -> dict[str, float]:
+    """Flat calibration targets from the catalog's routing table (union points as union_B); for a
+    model without one, the aggregate statistics of its shipped measured profile (gini, top-8 /
+    top-16 share of the per-layer heat, U(B) of independent tokens at ``batch``)."""
     r = model.routing or {}
+    if not r.get("gini") and default_profile(model):
+        from dse.workload import profiles
+        from dse.workload.stats import gini, top_share
+        heat = profiles.load(default_profile(model)).heat_for(model.moe_layers)
+        out = {"gini": float(gini(heat).mean()), "top8_slot_share": float(top_share(heat, 8).mean()),
+               "top16_slot_share": float(top_share(heat, 16).mean())}
+        b = batch or model.native_batch
+        out[f"union_{b}"] = profiles.union_independent(heat, b)
+        return out
     out: dict[str, float] = {}
     for key in ("gini", "hottest_over_mean", "global_peak_hottest_over_mean", "top8_slot_share",
                 "top16_slot_share", "hot_set_persistence", "union_sliced_b8", "jobs_per_layer_b64"):

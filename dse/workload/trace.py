@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import os
 import zipfile
+import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
@@ -39,6 +40,10 @@ from dse.errors import ConfigError, TraceError
 FORMAT = "rexpert-trace/1"
 MEMBERS = ("experts", "model", "batch", "n_experts", "source", "format")
 DUMP_SUFFIXES = (".json", ".jsonl", ".ndjson")
+# What a damaged archive raises while its members are read (bad CRC, bad deflate stream, a member
+# header that does not match the directory, an unsupported compression method, an "encrypted"
+# flag: RuntimeError).
+CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
 
 
 def id_dtype(n_experts: int) -> np.dtype:
@@ -206,8 +211,14 @@ class TraceFile:
             raise TraceError(f"{p}: no such file") from None
         except IsADirectoryError:
             raise TraceError(f"{p}: is a directory, expected a trace (.npz) or a router dump") from None
-        except (zipfile.BadZipFile, OSError) as exc:
+        except (OSError, *CORRUPT) as exc:
             raise TraceError(f"{p}: not a trace archive (.npz) ({exc})") from None
+        try:
+            self._read_head(zf, p)
+        except (OSError, *CORRUPT) as exc:
+            raise TraceError(f"{p}: corrupt trace archive ({exc})") from None
+
+    def _read_head(self, zf: zipfile.ZipFile, p: Path) -> None:
         with zf:
             names = set(zf.namelist())
             missing = [m for m in MEMBERS if m + ".npy" not in names]
@@ -216,7 +227,10 @@ class TraceFile:
                                  f"(convert router dumps with `dse trace convert`)")
             small = {m: self._small(zf, m) for m in MEMBERS if m != "experts"}
             with zf.open("experts.npy") as fh:
-                shape, _fortran, dtype = self._header(fh)
+                try:
+                    shape, _fortran, dtype = self._header(fh)
+                except TraceError as exc:
+                    raise TraceError(f"{p}: {exc}") from None
         fmt = str(small["format"])
         if fmt != FORMAT:
             raise TraceError(f"{p}: format {fmt!r}, expected {FORMAT!r}")
@@ -226,10 +240,10 @@ class TraceFile:
             raise TraceError(f"{p}: experts is empty (shape {shape})")
         if not np.issubdtype(dtype, np.integer):
             raise TraceError(f"{p}: experts must be integers, got dtype {dtype}")
-        try:
-            batch, n_exp = int(small["batch"]), int(small["n_experts"])
-        except (TypeError, ValueError):
-            raise TraceError(f"{p}: batch and n_experts must be integers") from None
+        if not all(isinstance(small[k], int) and not isinstance(small[k], bool) for k in ("batch", "n_experts")):
+            raise TraceError(f"{p}: batch and n_experts must be integers, got {str(small['batch'])[:20]} and "
+                             f"{str(small['n_experts'])[:20]}")
+        batch, n_exp = small["batch"], small["n_experts"]
         if batch != shape[2]:
             raise TraceError(f"{p}: batch = {batch} but experts has {shape[2]} tokens per step")
         if n_exp < 1:
@@ -261,6 +275,12 @@ class TraceFile:
     def chunks(self, steps: int, start: int = 0, stop: int | None = None, validate: bool = True
                ) -> Iterator[np.ndarray]:
         """Yield validated id arrays of up to ``steps`` decode steps, from step ``start`` to ``stop``."""
+        try:
+            yield from self._chunks(steps, start, stop, validate)
+        except (OSError, *CORRUPT) as exc:
+            raise TraceError(f"{self.path}: corrupt trace archive ({exc})") from None
+
+    def _chunks(self, steps: int, start: int, stop: int | None, validate: bool) -> Iterator[np.ndarray]:
         m = self.meta
         stop = m.steps if stop is None else min(stop, m.steps)
         per_step = m.layers * m.batch * m.top_k
@@ -320,6 +340,13 @@ def load_any(path: str | Path, model: str | None = None, batch: int | None = Non
     if batch is not None and batch != tr.meta.batch:
         tr = regroup(tr, batch)
     return tr
+
+
+def peek_meta(path: str | Path, model: str | None = None) -> TraceMeta:
+    """Metadata of a trace archive (header only) or of a router dump (converted, cached)."""
+    if is_dump(path):
+        return load_cached(path, model=model).meta
+    return open_trace(path).meta
 
 
 def regroup(trace: Trace, batch: int) -> Trace:
