@@ -209,11 +209,3 @@ def _lpt(dom: Domain, load: np.ndarray, coact: np.ndarray | None) -> np.ndarray:
         if member is not None:
             member[rows, c, e] = 1.0
     return slot
-
-
-def inverse(slot: np.ndarray, n_units: int) -> np.ndarray:
-    """Expert on every unit (E = empty) per layer: int64 [layers, units], for gathers."""
-    L, E = slot.shape
-    inv = np.full((L, n_units), E, dtype=np.int64)
-    inv[np.arange(L)[:, None], slot] = np.arange(E)[None, :]
-    return inv

@@ -18,7 +18,6 @@ the file (bounded memory); smaller ones are cached in-process with their loads.
 """
 from __future__ import annotations
 
-import functools
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -157,11 +156,6 @@ def placement_for(wl: Workload, dom: pl.Domain, policy: str) -> np.ndarray:
     return _remember(_PLACEMENTS, key, slot, MAX_PLACEMENTS)
 
 
-@functools.lru_cache(maxsize=64)
-def _domain(point_key: tuple) -> pl.Domain:
-    return pl.domain(*point_key)
-
-
 @stage("routing", 20)
 def routing(ctx: Context) -> dict[str, Any]:
     p, model = ctx.point, ctx.extra["model"]
@@ -170,7 +164,7 @@ def routing(ctx: Context) -> dict[str, Any]:
         ctx.extra["union"] = u
         return {"union_experts": u, "union_source": src}
     wl = ctx.extra.get("workload") or workload(p, model)
-    dom = _domain((model.experts, p.core_side, p.groups, p.die_units_x, p.die_units_y, p.core_remainder))
+    dom = pl.domain(model.experts, p.core_side, p.groups, p.die_units_x, p.die_units_y, p.core_remainder)
     slot = placement_for(wl, dom, p.placement)
     sch = Scheduler(dom, slot, p.tile_width, p.pooling, p.fetch, p.fetch_queue_depth)
     if wl.load is not None:

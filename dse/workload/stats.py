@@ -72,7 +72,7 @@ class Accumulator:
         self.union_sum = {b: 0.0 for b in self.sizes}
         self.union_n = {b: 0 for b in self.sizes}
         self.jobs64_sum, self.jobs64_n = 0.0, 0
-        self.pairs = np.zeros((L, E * E), dtype=np.int64) if coactivation else None
+        self.pairs = np.zeros((L, E * E), dtype=np.int32) if coactivation else None
 
     def add(self, ids: np.ndarray) -> None:
         m = self.meta

@@ -84,12 +84,6 @@ def _rng(model: str, seed: int, stream: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), zlib.crc32(model.encode()), zlib.crc32(stream.encode())])
 
 
-@dataclass
-class _Layerwise:
-    base: np.ndarray          # [L, E] static log-popularity
-    topic_mask: np.ndarray    # [C, L, E] float boost
-
-
 def _topic_sets_random(rng, C: int, L: int, E: int, m: int) -> np.ndarray:
     m = min(m, E)
     keys = rng.random((C, L, E))
@@ -249,12 +243,12 @@ def cached(model_name: str, batch: int, steps: int, seed: int, profile: str | No
 
 
 # -- calibration ----------------------------------------------------------------------------------
-def targets(model, batch: int | None = None) -> dict[str, float]:
+def targets(model, batch: int | None = None, catalog_only: bool = False) -> dict[str, float]:
     """Flat calibration targets from the catalog's routing table (union points as union_B); for a
     model without one, the aggregate statistics of its shipped measured profile (gini, top-8 /
     top-16 share of the per-layer heat, U(B) of independent tokens at ``batch``)."""
     r = model.routing or {}
-    if not r.get("gini") and default_profile(model):
+    if not r.get("gini") and not catalog_only and default_profile(model):
         from dse.workload import profiles
         from dse.workload.stats import gini, top_share
         heat = profiles.load(default_profile(model)).heat_for(model.moe_layers)
@@ -291,9 +285,10 @@ def calibrate(model, batch: int | None = None, steps: int = 32, seed: int = 0, r
               start: SynthParams | None = None, log=None) -> tuple[SynthParams, dict, float]:
     """Coordinate search of the continuous parameters minimising :func:`loss` (deterministic)."""
     B = batch or model.native_batch
-    tgt = targets(model)
+    tgt = targets(model, catalog_only=True)
     if not tgt:
-        raise ConfigError(f"model {model.name}: no routing statistics in the catalog to calibrate to")
+        raise ConfigError(f"model {model.name}: no routing statistics in the catalog ([{model.name}.routing]) to "
+                          f"calibrate to; it uses its shipped measured profile, if any, with the default parameters")
     best = start or params_for(model.name)[0]
     best_ach = achieved(model, B, steps, seed, best)
     best_loss = loss(best_ach, tgt)
@@ -325,7 +320,7 @@ def calibrate(model, batch: int | None = None, steps: int = 32, seed: int = 0, r
 
 def calibration_toml(model, batch: int, steps: int, seed: int, params: SynthParams, ach: dict, ls: float) -> str:
     """A ``synth.toml`` entry: parameters, then targets and achieved values (provenance)."""
-    tgt = targets(model)
+    tgt = targets(model, catalog_only=True)
     lines = [f'[{_toml_key(model.name)}]',
              f'calibrated_on = "synthetic trace B={batch}, {steps} steps, seed {seed}; targets: catalog '
              f'[{model.name}.routing] (models.toml)"',
