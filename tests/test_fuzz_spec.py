@@ -7,6 +7,7 @@ strings. A DSEError must be one line naming where the problem is.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import tempfile
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from dse.errors import DSEError
 from dse.spec import PARAMS, PARTS, DesignPoint
 
 KNOBS = [p.name for p in PARAMS]
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=int(os.environ.get("DSE_FUZZ_EXAMPLES", 300)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 scalars = st.one_of(
     st.none(), st.booleans(),

@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 FOLDERS: dict[str, tuple[list[str], str]] = {
     "design": (["evaluate", "{f}"], "design TOML"),
     "catalog": (["--catalog", "{f}", "models"], "model catalog (--catalog)"),
+    "trace": (["trace", "stats", "{f}"], "routing trace / router dump"),
 }
 
 
@@ -51,6 +52,19 @@ EXTRA: list[Case] = [
          ("not representable",), setup="digits_toml"),
     Case("catalog/missing_file", ("--catalog", "catalog/no_such_file.toml", "models"), "model catalog (--catalog)",
          "no_such_file.toml", ("no such file",)),
+    Case("trace/via_evaluate_pickled", ("evaluate", "--model", "olmoe-1b-7b", "--set",
+                                        "trace=trace/pickled_object_model.npz"), "routing trace / router dump",
+         "pickled_object_model.npz", ("allow_pickle=False",)),
+    Case("trace/via_evaluate_out_of_range", ("evaluate", "--model", "olmoe-1b-7b", "--set",
+                                             "trace=trace/ids_out_of_range.npz"), "routing trace / router dump",
+         "ids_out_of_range.npz", ("experts[1,3,0,2] = 64", "[0, 63]")),
+    Case("trace/via_evaluate_other_model", ("evaluate", "--model", "mixtral-8x7b", "--set",
+                                            "trace={tmp}/olmoe.npz"), "routing trace / router dump",
+         "olmoe.npz", ("trace of model 'olmoe-1b-7b'", "uses 'mixtral-8x7b'"), setup="valid_trace"),
+    Case("trace/missing_file", ("trace", "stats", "trace/no_such.npz"), "routing trace / router dump",
+         "no_such.npz", ("no such file",)),
+    Case("trace/a_directory", ("trace", "stats", "trace"), "routing trace / router dump", "trace",
+         ("is a directory",)),
     Case("set/no_equals", ("evaluate", "--set", "core_side"), "--set override", "--set", ("expected KEY=VALUE",)),
     Case("set/unknown_key", ("evaluate", "--set", "cores_side=4"), "--set override", "--set",
          ("unknown key", "did you mean 'core_side'")),
@@ -80,7 +94,17 @@ def _digits_toml(tmp: Path) -> None:
     (tmp / "digits.toml").write_text("[hardware]\ncore_side = " + "9" * 5000 + "\n")
 
 
-BUILDERS = {"huge_toml": _huge_toml, "digits_toml": _digits_toml}
+def _valid_trace(tmp: Path) -> None:
+    """A valid olmoe-1b-7b trace (synthetic ids), for a mismatched-model case."""
+    import numpy as np
+
+    from dse.workload.trace import make_trace, save_trace
+    rng = np.random.default_rng(1)
+    ids = np.stack([rng.permutation(64)[:8] for _ in range(2 * 16 * 4)]).reshape(2, 16, 4, 8)
+    save_trace(make_trace(ids, "olmoe-1b-7b", 64, source="hostile corpus"), tmp / "olmoe.npz")
+
+
+BUILDERS = {"huge_toml": _huge_toml, "digits_toml": _digits_toml, "valid_trace": _valid_trace}
 
 
 def file_cases() -> list[Case]:
@@ -141,6 +165,8 @@ def problems(case: Case, out: Outcome) -> list[str]:
     for needle in case.expect:
         if needle not in line:
             bad.append(f"error lacks {needle!r}")
+    if "HOSTILE-PICKLE-EXECUTED" in out.stdout + out.stderr:
+        bad.append("a pickle in the input was executed")
     if len(line) > 600:
         bad.append(f"error line is {len(line)} characters long")
     return bad

@@ -1,0 +1,73 @@
+"""`dse worker STUDY.toml --storage URL [--jobs J] [--worker-id ID] [--max-trials N]`.
+
+Start the same command on as many hosts / processes as you like: they share the study in the
+storage until it has its target number of COMPLETE trials (see ``dse.distributed.worker``).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dse.errors import ConfigError
+from dse.report import dumps
+
+
+def register(sub) -> None:
+    from dse.cli.run import _int_arg, add_study_args
+    p = sub.add_parser("worker", help="one of many processes / hosts cooperating on one study",
+                       description="Work on a shared study (PostgreSQL, or SQLite / journal on one host) "
+                                   "until it has its target number of complete trials. Start as many as "
+                                   "you like, anywhere; a killed worker's trials are re-queued. "
+                                   "SIGINT/SIGTERM: finish the batch in flight, then stop.")
+    add_study_args(p)
+    p.add_argument("--trials", type=_int_arg, help="target number of COMPLETE trials, all workers together")
+    p.add_argument("--jobs", "-j", type=_int_arg, default=1,
+                   help="evaluation processes inside this worker (default 1)")
+    p.add_argument("--worker-id", metavar="ID",
+                   help="name of this worker (default host:pid); seeds its sampler with the study seed")
+    p.add_argument("--max-trials", type=_int_arg, metavar="N", help="stop after evaluating N trials")
+    p.add_argument("--poll", type=float, default=1.0, metavar="S",
+                   help="seconds between checks while other workers hold the last trials (default 1)")
+    p.add_argument("--heartbeat", type=_int_arg, metavar="S",
+                   help="heartbeat interval in seconds (default 10); a worker silent for 3 intervals is "
+                        "taken as dead and its trials are re-queued; give every worker the same value")
+    p.add_argument("--json", action="store_true", help="print the worker summary as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dse.cli.run import study_from_args
+    from dse.distributed.worker import run_worker, set_heartbeat
+    if args.jobs == 0 or args.jobs < -1:
+        raise ConfigError(f"--jobs {args.jobs}: must be a positive number of processes or -1 (every core)")
+    if args.max_trials is not None and args.max_trials < 1:
+        raise ConfigError(f"--max-trials {args.max_trials}: must be a positive integer")
+    if not 0.01 <= args.poll <= 3600:
+        raise ConfigError(f"--poll {args.poll}: must be a number of seconds in [0.01, 3600]")
+    if args.worker_id is not None and not (0 < len(args.worker_id) <= 200 and args.worker_id.isprintable()):
+        raise ConfigError("--worker-id: must be 1-200 printable characters")
+    if args.heartbeat is not None:
+        set_heartbeat(args.heartbeat)
+    cfg = study_from_args(args, trials=args.trials)
+    try:
+        s = run_worker(cfg, jobs=args.jobs, worker_id=args.worker_id, max_trials=args.max_trials,
+                       poll_s=args.poll)
+    except KeyboardInterrupt:
+        print(f"dse: interrupted; this worker's unfinished trials were re-queued for study {cfg.name!r}",
+              file=sys.stderr)
+        return 130
+    if args.json:
+        print(dumps({**s.__dict__, "trials_per_s": s.rate}))
+    else:
+        print(f"worker {s.worker}: {s.evaluated} trials evaluated ({s.duplicates} from the cache, "
+              f"{s.surplus} beyond the target, {s.requeued} re-queued from dead workers) in {s.elapsed_s:.1f} s; "
+              f"study {s.study}: {s.complete}/{s.target} complete")
+        print(f"storage: {s.storage}")
+    if s.stopped_by.startswith("signal"):
+        signum = int(s.stopped_by.split()[1])
+        print(f"dse worker: stopped by signal {signum}; the in-flight batch was recorded", file=sys.stderr)
+        return 128 + signum
+    if s.stopped_by == "running-elsewhere":
+        print("dse worker: the remaining trials are running in other workers (this storage has no heartbeat, "
+              "so a dead worker's trials cannot be detected)", file=sys.stderr)
+    return 0

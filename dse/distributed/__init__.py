@@ -1,0 +1,10 @@
+"""Distributed studies: many worker processes on many hosts sharing one optuna study.
+
+* ``heartbeat``: optuna's heartbeat for ask/tell loops (optuna records heartbeats only inside
+  ``study.optimize``), so trials of a dead worker go stale, are failed and re-queued.
+* ``quota``: exactly N complete trials whatever the number of workers (slot accounting).
+* ``signals``: SIGINT/SIGTERM -> finish and record the in-flight batch; a second signal aborts
+  and re-queues it.
+* ``worker``: the worker loop behind ``dse worker``.
+* ``copy``: ``dse study copy`` / ``dse study list`` (SQLite <-> PostgreSQL <-> journal).
+"""

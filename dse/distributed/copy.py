@@ -1,0 +1,104 @@
+"""Move studies between storages: ``dse study copy`` and ``dse study list``.
+
+Any storage ``dse run`` accepts works on either side: ``sqlite:///FILE`` (or a plain ``.db`` /
+``.sqlite`` / ``.sqlite3`` path), ``postgresql://user:password@host/db``, ``journal:FILE``.
+Copies use ``optuna.copy_study``: every trial with its state, parameters, values, user and
+system attributes (the design, metrics and constraints ``dse front`` / ``dse export`` read), and the
+study's attributes (its fingerprint, objectives...), so the copy is a study like the original:
+``dse front``, ``dse worker`` and optuna-dashboard open it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dse.errors import ConfigError
+
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
+def normalise_url(text: str) -> str:
+    """A storage URL; a plain SQLite file path becomes ``sqlite:///ABS_PATH``."""
+    if "://" not in text and not text.startswith(("journal:", "file:")) and text.endswith(SQLITE_SUFFIXES):
+        return f"sqlite:///{Path(text).resolve()}"
+    return text
+
+
+def open_any(url: str, *, must_exist: bool):
+    """Open a storage; ``must_exist`` refuses a SQLite / journal file that is not there (opening
+    would silently create an empty one)."""
+    from dse.search.storage import is_journal, journal_path, mask_url, open_storage
+    url = normalise_url(url)
+    if must_exist:
+        path = None
+        if url.startswith("sqlite:///"):
+            path = Path(url[len("sqlite:///"):])
+        elif is_journal(url):
+            path = journal_path(url)
+        if path is not None and not path.is_file():
+            raise ConfigError(f"storage {mask_url(url)}: no such file {path}")
+    return open_storage(url, "copy", Path("results")), url
+
+
+@dataclass(frozen=True)
+class StudyInfo:
+    name: str
+    trials: int
+    complete: int
+    running: int
+    waiting: int
+    failed: int
+    directions: tuple[str, ...]
+
+
+def list_studies(url: str) -> list[StudyInfo]:
+    from optuna.trial import TrialState
+    storage, _ = open_any(url, must_exist=True)
+    out = []
+    for s in storage.get_all_studies():
+        trials = storage.get_all_trials(s._study_id, deepcopy=False)
+        by = {st: sum(1 for t in trials if t.state == st) for st in TrialState}
+        out.append(StudyInfo(s.study_name, len(trials), by[TrialState.COMPLETE], by[TrialState.RUNNING],
+                             by[TrialState.WAITING], by[TrialState.FAIL],
+                             tuple(d.name.lower() for d in s.directions)))
+    return out
+
+
+def copy_studies(src: str, dst: str, names: list[str] | None = None, to_name: str | None = None) -> list[dict[str, Any]]:
+    """Copy studies (all, or ``names``) from ``src`` to ``dst``; returns what was copied."""
+    import optuna
+
+    from dse.search.runner import quiet_optuna
+    from dse.search.storage import mask_url
+    with quiet_optuna():
+        src_storage, src_url = open_any(src, must_exist=True)
+        available = [s.study_name for s in src_storage.get_all_studies()]
+        if not available:
+            raise ConfigError(f"storage {mask_url(src_url)}: holds no study")
+        chosen = list(names) if names else available
+        for n in chosen:
+            if n not in available:
+                raise ConfigError(f"--study {n!r}: not in {mask_url(src_url)} (studies there: "
+                                  f"{', '.join(repr(a) for a in available[:20])})")
+        if to_name is not None and len(chosen) != 1:
+            raise ConfigError("--to: give exactly one --study to rename")
+        dst_storage, dst_url = open_any(dst, must_exist=False)
+        existing = {s.study_name for s in dst_storage.get_all_studies()}
+        targets = [(n, to_name or n) for n in chosen]
+        for _, t in targets:
+            if t in existing:
+                raise ConfigError(f"study {t!r} already exists in {mask_url(dst_url)} (choose another name "
+                                  f"with --to, or another destination)")
+        done = []
+        for n, t in targets:
+            optuna.copy_study(from_study_name=n, from_storage=src_storage, to_storage=dst_storage,
+                              to_study_name=t)
+            sid = dst_storage.get_study_id_from_name(t)
+            n_src = len(src_storage.get_all_trials(src_storage.get_study_id_from_name(n), deepcopy=False))
+            n_dst = len(dst_storage.get_all_trials(sid, deepcopy=False))
+            if n_src != n_dst:  # copy_study is not transactional: say so rather than leave a silent half copy
+                raise ConfigError(f"study {t!r}: copied {n_dst} of {n_src} trials to {mask_url(dst_url)}; "
+                                  f"delete it there and copy again")
+            done.append({"study": n, "to": t, "trials": n_dst, "from": mask_url(src_url), "dest": mask_url(dst_url)})
+        return done

@@ -1,0 +1,128 @@
+"""Heartbeats for ask/tell loops.
+
+optuna starts a heartbeat thread only inside ``study.optimize``; a trial obtained with
+``study.ask()`` never gets a heartbeat row, so it is never seen as stale and a worker killed while
+running it would leave it RUNNING for ever. ``Heartbeats`` records a heartbeat for every trial
+this process holds, every ``heartbeat_interval`` seconds of the storage, from one daemon thread.
+Another worker then fails the trials of a dead worker after the grace period
+(``optuna.storages.fail_stale_trials``) and the storage's stale-trial callback re-queues them.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+
+def heartbeat_interval_s(storage: Any) -> float | None:
+    """The storage's heartbeat interval, or None when it has no heartbeat (journal, in-memory)."""
+    from optuna.storages._heartbeat import is_heartbeat_enabled
+    return storage.get_heartbeat_interval() if is_heartbeat_enabled(storage) else None
+
+
+class Heartbeats:
+    """Keep the heartbeat of the trials this process runs (use as a context manager)."""
+
+    def __init__(self, storage: Any, interval_s: float | None = None):
+        self.storage = storage
+        self.interval_s = interval_s if interval_s is not None else heartbeat_interval_s(storage)
+        self._ids: set[int] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.interval_s is not None
+
+    def add(self, trial_id: int) -> None:
+        """Start beating for a trial (records one heartbeat at once)."""
+        if not self.enabled:
+            return
+        with self._lock:
+            self._ids.add(trial_id)
+        self.storage.record_heartbeat(trial_id)
+
+    def discard(self, trial_id: int) -> None:
+        with self._lock:
+            self._ids.discard(trial_id)
+
+    def beat(self) -> None:
+        with self._lock:
+            ids = sorted(self._ids)
+        for tid in ids:
+            try:
+                self.storage.record_heartbeat(tid)
+            except Exception:  # a transient database error: the next beat retries
+                pass
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.beat()
+
+    def __enter__(self) -> "Heartbeats":
+        if self.enabled:
+            self._thread = threading.Thread(target=self._run, name="dse-heartbeat", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+
+def grace_period_s(storage: Any) -> float | None:
+    """Seconds without a heartbeat after which a RUNNING trial is stale (None: no heartbeat)."""
+    interval = heartbeat_interval_s(storage)
+    if interval is None:
+        return None
+    grace = getattr(storage, "grace_period", None)
+    return float(grace if grace is not None else 2 * interval)
+
+
+def _orphan_ids(storage: Any, study: Any, grace_s: float) -> list[int]:
+    """RUNNING trials that never got a heartbeat and started more than ``grace_s`` ago: their
+    worker died between ``ask`` and its first heartbeat (optuna ignores such trials)."""
+    import datetime as dt
+
+    from optuna.storages._rdb import models
+    from optuna.trial import TrialState
+    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    now = dt.datetime.now()
+    old = {t._trial_id for t in running
+           if t.datetime_start is not None and (now - t.datetime_start).total_seconds() > grace_s}
+    if not old:
+        return []
+    session = storage.scoped_session()
+    try:
+        beating = {tid for (tid,) in session.query(models.TrialHeartbeatModel.trial_id)
+                   .filter(models.TrialHeartbeatModel.trial_id.in_(sorted(old))).all()}
+    finally:
+        session.close()
+    return sorted(old - beating)
+
+
+def fail_stale(study: Any, storage: Any) -> int:
+    """Fail the trials of dead workers (stale heartbeat, or none at all past the grace period)
+    and re-queue them through the storage's stale-trial callback. Returns how many were failed."""
+    import copy
+
+    import optuna
+    from optuna.trial import TrialState
+    grace = grace_period_s(storage)
+    if grace is None:
+        return 0
+    before = {t._trial_id for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))}
+    optuna.storages.fail_stale_trials(study)
+    failed = 0
+    callback = storage.get_heartbeat_stale_trial_callback()
+    for tid in _orphan_ids(storage, study, grace):
+        try:
+            if storage.set_trial_state_values(tid, state=TrialState.FAIL):
+                failed += 1
+                if callback is not None:
+                    callback(study, copy.deepcopy(storage.get_trial(tid)))
+        except optuna.exceptions.UpdateFinishedTrialError:  # another worker got there first
+            pass
+    after = {t._trial_id for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))}
+    return max(failed, len(after - before))

@@ -1,0 +1,86 @@
+"""Exactly N complete trials, whatever the number of workers and however many of them die.
+
+A trial *holds a slot* while it is WAITING, RUNNING or COMPLETE. Trial numbers are assigned
+serially by the storage (optuna locks the study row while creating a trial), so the slot of a
+trial is the number of slot-holding trials with a smaller number. A worker evaluates a trial only
+if its slot is < N; otherwise it lost a race at the end of the study and records the trial as
+PRUNED without evaluating it (not a design result, not counted). A trial of a dead worker is
+failed (heartbeat) and its re-queued copy takes the freed slot, so the study ends with exactly N
+COMPLETE trials.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from optuna.trial import TrialState
+
+HOLDING = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
+
+
+@dataclass(frozen=True)
+class Counts:
+    complete: int
+    running: int
+    waiting: int
+
+    @property
+    def holding(self) -> int:
+        return self.complete + self.running + self.waiting
+
+
+def counts_of(trials: Iterable[Any]) -> Counts:
+    """Counts by state of a list of (frozen) trials."""
+    n = {TrialState.COMPLETE: 0, TrialState.RUNNING: 0, TrialState.WAITING: 0}
+    for t in trials:
+        if t.state in n:
+            n[t.state] += 1
+    return Counts(n[TrialState.COMPLETE], n[TrialState.RUNNING], n[TrialState.WAITING])
+
+
+def _rdb(study: Any):
+    """The RDB storage behind a study, or None (journal, in-memory)."""
+    from optuna.storages import RDBStorage
+    st = study._storage
+    st = getattr(st, "_backend", st)
+    return st if isinstance(st, RDBStorage) else None
+
+
+def _count_sql(study: Any, number: int | None) -> dict[TrialState, int] | None:
+    """One ``COUNT(*) ... GROUP BY state`` query (RDB storages); None elsewhere."""
+    rdb = _rdb(study)
+    if rdb is None:
+        return None
+    import sqlalchemy as sa
+    from optuna.storages._rdb import models
+    T = models.TrialModel
+    q = sa.select(T.state, sa.func.count()).where(T.study_id == study._study_id)
+    if number is not None:
+        q = q.where(T.number < number)
+    session = rdb.scoped_session()
+    try:
+        return {state: n for state, n in session.execute(q.group_by(T.state)).all()}
+    finally:
+        session.close()
+
+
+def counts(study: Any) -> Counts:
+    """Trial counts of a study by state, fresh from the storage (a COUNT query on RDB storages:
+    reading every queued trial would cost O(trials) per call)."""
+    by = _count_sql(study, None)
+    if by is None:
+        return counts_of(study.get_trials(deepcopy=False))
+    return Counts(by.get(TrialState.COMPLETE, 0), by.get(TrialState.RUNNING, 0), by.get(TrialState.WAITING, 0))
+
+
+def slot(study: Any, number: int) -> int:
+    """Slot-holding trials numbered below ``number``."""
+    by = _count_sql(study, number)
+    if by is None:
+        return sum(1 for t in study.get_trials(deepcopy=False, states=HOLDING) if t.number < number)
+    return sum(by.get(s, 0) for s in HOLDING)
+
+
+def holds_slot(study: Any, number: int, target: int) -> bool:
+    """Whether the trial numbered ``number`` (held by the caller) may be evaluated."""
+    return slot(study, number) < target
