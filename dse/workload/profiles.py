@@ -79,9 +79,11 @@ def load(name: str) -> Profile:
         raise ConfigError(f"routing profile {name!r}: not shipped (allowed: {', '.join(names())})")
     with f.open("rb") as fh, np.load(fh, allow_pickle=False) as z:
         d = {k: z[k] for k in z.files}
+    heat = d["heat"].astype(np.float64)
+    heat *= int(d["top_k"]) / heat.sum(axis=1, keepdims=True)      # rows sum to k exactly (stored as float32)
     return Profile(name=str(d["name"]), source=str(d["source"]), licence=str(d["licence"]),
                    tokens=int(d["tokens"]), top_k=int(d["top_k"]), layers=d["layers"].astype(np.int64),
-                   model_layers=int(d["model_layers"]), heat=d["heat"].astype(np.float64),
+                   model_layers=int(d["model_layers"]), heat=heat,
                    pairs=d["pairs"].astype(np.int64), pair_freq=d["pair_freq"].astype(np.float64),
                    pair_lift=d["pair_lift"].astype(np.float64))
 
