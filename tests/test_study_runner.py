@@ -141,12 +141,8 @@ def test_resume_after_interrupt_loses_and_repeats_nothing(tmp_path):
         run_study(cfg, evaluator=flaky)
     before = load_results(cfg)
     done = [r for r in before.records if r.complete]
-    assert len(done) >= 8 and len(done) % 8 == 0             # whole batches told before the interrupt kept
-    failed = [r for r in before.records if r.state == "FAIL"]
-    waiting = [r for r in before.records if r.state == "WAITING"]
-    assert len(failed) == 8 and len(waiting) == 8            # second batch re-queued with the same params
-    assert sorted(map(lambda r: sorted(r.params.items()), failed)) == \
-        sorted(map(lambda r: sorted(r.params.items()), waiting))
+    assert len(done) >= 8                                    # trials told before the interrupt are kept
+    assert all(r.complete for r in before.records)           # nothing left RUNNING / half-written
 
     evaluated = []
 
@@ -156,14 +152,12 @@ def test_resume_after_interrupt_loses_and_repeats_nothing(tmp_path):
 
     s = run_study(cfg, evaluator=counting)
     after = load_results(cfg)
-    assert s.complete == 24 and len(after.complete) == 24
+    assert s.complete == 24 and len(after.complete) == 24 and len(after.records) == 24
     for r in done:                                           # nothing lost or changed
         a = after.record(r.number)
         assert a.values == r.values and a.params == r.params and a.state == "COMPLETE"
     assert not set(evaluated) & {r.design_key for r in done}  # nothing re-evaluated
     assert len(evaluated) == len(set(evaluated))
-    requeued = [r for r in after.records if r.number in {w.number for w in waiting}]
-    assert all(r.complete for r in requeued)
     # re-running a finished study does nothing
     s2 = run_study(cfg, evaluator=counting)
     assert s2.new_trials == 0 and s2.complete == 24

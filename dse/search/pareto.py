@@ -15,8 +15,10 @@ Knee (``knee_index``)
        (largest bulge toward the ideal). For two objectives this is Kneedle's maximum of the
        difference curve (Satopaa et al., 2011) and the "maximum distance to the line through the
        extremes" of Das (1999) / Deb & Gupta (2011), which coincide after normalisation.
-    5. If no point bulges toward the ideal (straight or concave front), the point closest to the
-       ideal point (Euclidean, normalised) is chosen. Ties go to the earlier trial.
+    5. If no point bulges toward the ideal (straight or concave front, or a two-point front), the
+       point closest to the ideal point (Euclidean, normalised) is chosen. Remaining ties go to the
+       better value of the objectives in their declared order (the first objective is the
+       priority), then to the earlier trial.
     A one-point front is its own knee.
 
 Hypervolume (``hypervolume``)
@@ -93,13 +95,14 @@ def knee_index(F: np.ndarray) -> int:
     else:
         offset = float(E[0] @ normal)
     dist = offset - N @ normal          # > 0 on the ideal's side of the line / hyperplane
-    near = np.linalg.norm(N, axis=1)
+    near = np.round(np.linalg.norm(N, axis=1), 12)
+    F_all = np.round(normalise(F), 12)
     if np.max(dist) <= 1e-12:
-        order = np.lexsort((np.arange(len(N)), near))
-        return int(order[0])
-    top = np.max(dist)
-    cand = np.flatnonzero(dist >= top - 1e-12)
-    return int(min(cand, key=lambda i: (near[i], i)))
+        cand = np.arange(len(N))
+    else:
+        cand = np.flatnonzero(dist >= np.max(dist) - 1e-12)
+    # ties: nearest the ideal, then the objectives in declared order (priority), then first index
+    return int(min(cand, key=lambda i: (near[i], *F_all[i], i)))
 
 
 def _plane_normal(E: np.ndarray) -> np.ndarray | None:

@@ -1,32 +1,36 @@
 """Run a study: optuna ask/tell in batches, evaluation fanned out to joblib process workers.
 
 The driver (this process) alone talks to the storage: it asks a batch of trials, turns each
-into a design (``StudyConfig.design``), evaluates the designs not seen before on every
-workload model in worker processes (joblib / loky), and tells the results back in trial order.
+into a design (``StudyConfig.design``), hands the designs not seen before to worker processes
+(joblib's loky executor) as soon as they are known, and tells the results back in trial order.
 Hence a seeded study gives the same trials whatever ``jobs`` is (the batch size is a study
 setting, never derived from ``jobs``).
 
-Per trial the storage keeps two user attributes (few writes: each costs a transaction):
+The sampler works on an in-memory mirror of the study and every finished trial is written to
+the persistent storage in one transaction (see ``_Mirror``); a run never leaves RUNNING trials
+behind, so a run stopped by Ctrl-C or killed outright loses only its in-flight evaluations.
+
+Per trial the storage keeps two user attributes:
 
 * ``design_key``  digest of the resolved design (cache key: a design is evaluated once per
                   study; a repeated proposal is told the cached result)
 * ``dse``         ``{"design": flat knobs without the model, "metrics": {model: metrics},
                   "feasible": bool, "reason": str}``, plus ``"duplicate_of": first trial`` for a
                   repeated design (metrics then live with the first) or ``"error"`` for a failed one
+
 and the constraint values optuna's samplers read (``Trial.set_constraint``, <= 0 satisfied):
 ``infeasible_workloads`` then ``c0``, ``c1``, ... in the order of the objective file.
 
 Resume: ``trials`` is a target count of finished trials; re-running the same study continues
-until the target. Ctrl-C fails the in-flight trials and re-queues their parameters, so the next
-run evaluates them first; a driver killed outright leaves RUNNING trials whose heartbeat
-expires, and the next run fails and re-queues them (``RetryFailedTrialCallback``).
+until the target (the sampler is re-seeded with seed + trials so far, so it does not replay its
+first proposals). Trials another process left RUNNING with a stale heartbeat (``dse worker``)
+are failed and re-queued by the storage's retry callback; the next run evaluates them first.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import math
-import threading
 import time
 import traceback
 import warnings
@@ -183,49 +187,18 @@ class RunSummary:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class _Heartbeat:
-    """Record heartbeats of in-flight trials while a batch evaluates (RDB storages only)."""
-
-    def __init__(self, storage, trial_ids: list[int]):
-        from optuna.storages._heartbeat import BaseHeartbeat, is_heartbeat_enabled
-        self.ok = isinstance(storage, BaseHeartbeat) and is_heartbeat_enabled(storage)
-        self.storage, self.ids = storage, trial_ids
-        self.stop = threading.Event()
-        self.thread: threading.Thread | None = None
-
-    def beat(self) -> None:
-        for tid in self.ids:
-            try:
-                self.storage.record_heartbeat(tid)
-            except Exception:  # a missed beat is not fatal; the grace period covers it
-                pass
-
-    def __enter__(self):
-        if self.ok:
-            self.beat()
-            interval = self.storage.get_heartbeat_interval() or 10
-            self.thread = threading.Thread(target=self._loop, args=(interval,), daemon=True)
-            self.thread.start()
-        return self
-
-    def _loop(self, interval: float) -> None:
-        while not self.stop.wait(interval):
-            self.beat()
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        if self.thread is not None:
-            self.thread.join(timeout=5)
-
-
 def run_study(cfg: StudyConfig, *, jobs: int = 1, progress: bool = False,
-              evaluator: Evaluator | None = None, max_batches: int | None = None) -> RunSummary:
+              evaluator: Evaluator | None = None, max_batches: int | None = None,
+              max_evaluations: int | None = None) -> RunSummary:
     """Run (or resume) ``cfg`` until it has ``cfg.trials`` finished trials.
 
-    ``evaluator`` replaces :func:`evaluate_design` (tests); ``max_batches`` stops early.
+    ``evaluator`` replaces :func:`evaluate_design` (tests); ``max_batches`` stops early;
+    ``max_evaluations`` stops once the study holds that many distinct evaluated designs
+    (search-quality benchmarks count evaluations, not trials).
     """
     with quiet_optuna():
-        return _run_study(cfg, jobs=jobs, progress=progress, evaluator=evaluator, max_batches=max_batches)
+        return _run_study(cfg, jobs=jobs, progress=progress, evaluator=evaluator, max_batches=max_batches,
+                          max_evaluations=max_evaluations)
 
 
 class quiet_optuna(warnings.catch_warnings):
@@ -240,82 +213,178 @@ class quiet_optuna(warnings.catch_warnings):
         return out
 
 
+class _Mirror:
+    """The sampler's view of the study, in memory, mirrored from and to the persistent storage.
+
+    optuna on an RDB storage costs several transactions per ask / suggest / attribute / tell
+    (about 60-90 ms per trial on SQLite); here the sampler works on an in-memory study and each
+    finished trial is written to the persistent storage in one transaction (``create_new_trial``
+    with the finished trial as template). Nothing is ever RUNNING in the persistent storage on
+    behalf of ``dse run``: a killed run leaves only finished trials behind.
+
+    ``sync`` copies finished trials of the persistent study the mirror has not seen (all of them
+    at start; later, those of ``dse worker`` processes on the same study) and queues the
+    parameters of persistent WAITING trials (re-queued dead-worker trials); the result of such a
+    trial is written into that same persistent trial.
+    """
+
+    def __init__(self, cfg: StudyConfig, pstudy, storage):
+        import optuna
+        self.cfg, self.storage = cfg, storage
+        self.sid = storage.get_study_id_from_name(cfg.name)
+        self.pstudy = pstudy
+        self.seen: set[int] = set()              # persistent trial ids mirrored or written
+        self.waiting: dict[int, int] = {}        # mem trial number -> persistent WAITING trial id
+        self.queued: list[int] = []              # persistent WAITING ids queued in mem, in order
+        n_existing = storage.get_n_trials(self.sid)
+        self.mem = optuna.create_study(directions=cfg.objectives.directions,
+                                       sampler=make_sampler(cfg, n_existing))
+
+    def sync(self) -> list:
+        """Mirror new persistent trials; return the newly seen finished ones (frozen)."""
+        from optuna.trial import TrialState
+        new = []
+        for t in self.pstudy.get_trials(deepcopy=False):
+            tid = t._trial_id
+            if tid in self.seen:
+                continue
+            if t.state.is_finished():
+                self.seen.add(tid)
+                self.mem.add_trial(t)
+                new.append(t)
+            elif t.state == TrialState.WAITING and tid not in self.queued:
+                self.queued.append(tid)
+                self.mem.enqueue_trial(dict(t.system_attrs.get("fixed_params", {})))
+        return new
+
+    def ask(self):
+        t = self.mem.ask()
+        fixed = t._cached_frozen_trial.system_attrs.get("fixed_params")
+        if fixed is not None and self.queued:
+            self.waiting[t.number] = self.queued.pop(0)
+        return t
+
+    def tell(self, trial, values: list[float] | None) -> int:
+        """Tell the mem trial, write it to the persistent storage; return its persistent number."""
+        from optuna.trial import TrialState
+        if values is None:
+            ft = self.mem.tell(trial, state=TrialState.FAIL)
+        else:
+            ft = self.mem.tell(trial, values=values)
+        pid = self.waiting.pop(trial.number, None)
+        if pid is not None:
+            self._fill(pid, ft)
+        else:
+            pid = self.storage.create_new_trial(self.sid, template_trial=ft)
+        self.seen.add(pid)
+        return self.storage.get_trial_number_from_id(pid)
+
+    def _fill(self, pid: int, ft) -> None:
+        """Write a finished trial into a persistent WAITING trial (claimed first)."""
+        st = self.storage
+        from optuna.trial import TrialState
+        if not st.set_trial_state_values(pid, state=TrialState.RUNNING):
+            pid2 = st.create_new_trial(self.sid, template_trial=ft)   # someone else claimed it
+            self.seen.add(pid2)
+            return
+        for name, value in ft.params.items():
+            dist = ft.distributions[name]
+            st.set_trial_param(pid, name, dist.to_internal_repr(value), dist)
+        for k, v in ft.user_attrs.items():
+            st.set_trial_user_attr(pid, k, v)
+        for k, v in ft.system_attrs.items():
+            if k != "fixed_params":
+                st.set_trial_system_attr(pid, k, v)
+        st.set_trial_state_values(pid, state=ft.state, values=ft.values)
+
+
 def _run_study(cfg: StudyConfig, *, jobs: int, progress: bool, evaluator: Evaluator | None,
-               max_batches: int | None) -> RunSummary:
+               max_batches: int | None, max_evaluations: int | None = None) -> RunSummary:
     import optuna
     t0 = time.perf_counter()
-    study, storage = open_study(cfg, create=True)
-    optuna.storages.fail_stale_trials(study)
+    pstudy, storage = open_study(cfg, create=True)
+    optuna.storages.fail_stale_trials(pstudy)         # trials of dead `dse worker`s: re-queued
+    mirror = _Mirror(cfg, pstudy, storage)
+    mirror.sync()
     fn = evaluator or evaluate_design
-    cache, complete, feasible = _load_cache(study)
+    cache, complete, feasible = _load_cache(pstudy)
     target = cfg.trials
     env = cfg.base_env()
-    grid, waiting = None, 0
+    grid = None
     if cfg.sampler == "grid":
-        waiting_params = _waiting_params(study)
-        waiting = len(waiting_params)
+        waiting_params = _waiting_params(pstudy)
         grid = _grid_queue(cfg, cache, waiting_params)
-        target = min(target, complete + waiting + len(grid))
-    summary = RunSummary(cfg.name, storage_label(cfg), target,
-                         complete, 0, 0, 0, feasible)
+        target = min(target, complete + len(waiting_params) + len(grid))
+    summary = RunSummary(cfg.name, storage_label(cfg), target, complete, 0, 0, 0, feasible)
     bar = _progress(progress, target, complete, cfg.name)
     pool = _Pool(jobs)
     batches = 0
     try:
         while complete < target and (max_batches is None or batches < max_batches):
+            if batches:
+                for t in mirror.sync():                   # trials other processes finished meanwhile
+                    if t.state.name == "COMPLETE":
+                        complete += 1
+                        rec = t.user_attrs.get("dse", {})
+                        feasible += bool(rec.get("feasible"))
+                        key = t.user_attrs.get("design_key")
+                        if key and "metrics" in rec and key not in cache:
+                            cache[key] = {"trial": t.number, "status": "ok", "result": rec["metrics"]}
+                if complete >= target:
+                    break
             k = min(cfg.batch, target - complete)
+            if max_evaluations is not None:
+                k = min(k, max_evaluations - len(cache))
+                if k <= 0:
+                    break
             if grid is not None:
-                n_new = max(0, k - waiting)
+                queued = len(mirror.queued)
+                n_new = max(0, k - queued)
                 for params in grid[:n_new]:
-                    study.enqueue_trial(params)
+                    mirror.mem.enqueue_trial(params)
                 del grid[:n_new]
-                k = min(k, waiting + n_new)
-                waiting = max(0, waiting - k)
+                k = min(k, queued + n_new)
                 if k == 0:
                     break
-            trials = [study.ask() for _ in range(k)]
-            inflight = list(trials)
-            with _Heartbeat(storage, [t._trial_id for t in trials]):
-                try:
-                    designs, keys = [], []
-                    for t in trials:
-                        values = cfg.space.suggest(t, env)
-                        d = cfg.design(values)
-                        designs.append(d)
-                        keys.append(design_key(cfg, d))
-                    todo: dict[str, dict[str, Any]] = {}
-                    for key, d in zip(keys, designs):
-                        if key not in cache and key not in todo:
-                            todo[key] = d
-                    results = pool.map(fn, list(todo.values()), cfg.models)
-                    fresh = dict(zip(todo.keys(), results))
-                    summary.evaluations += len(todo)
-                    for t, key, d in zip(trials, keys, designs):
-                        if key in cache:
-                            rec = cache[key]
-                            _tell(study, cfg, t, key, d, rec["status"], rec["result"], duplicate_of=rec["trial"])
-                            summary.duplicates += 1
-                            status, res = rec["status"], rec["result"]
-                        else:
-                            status, res = fresh[key]
-                            _tell(study, cfg, t, key, d, status, res)
-                            if status == "ok":
-                                cache[key] = {"trial": t.number, "status": status, "result": res}
-                        inflight.remove(t)
-                        summary.new_trials += 1
-                        if status == "ok":
-                            complete += 1
-                            if score(res, cfg.objectives).feasible:
-                                feasible += 1
-                        else:
-                            summary.errors += 1
-                            summary.first_error = summary.first_error or str(res)
-                        if bar is not None:
-                            bar.update(1 if status == "ok" else 0)
-                            bar.set_postfix(feasible=feasible, refresh=False)
-                except BaseException:
-                    _requeue(study, inflight)
-                    raise
+            # Ask the whole batch before telling anything (the sampler sees the same state whatever
+            # `jobs` is); each new design is handed to the workers as soon as it is known, so the
+            # workers evaluate while the driver is still asking and, later, telling.
+            trials, designs, keys = [], [], []
+            pending: dict[str, Any] = {}
+            for _ in range(k):
+                t = mirror.ask()
+                d = cfg.design(cfg.space.suggest(t, env))
+                key = design_key(cfg, d)
+                trials.append(t)
+                designs.append(d)
+                keys.append(key)
+                if key not in cache and key not in pending:
+                    pending[key] = pool.submit(fn, d, cfg.models)
+            summary.evaluations += len(pending)
+            for t, key, d in zip(trials, keys, designs):
+                if key in cache:
+                    rec = cache[key]
+                    status, res = rec["status"], rec["result"]
+                    values = _record(cfg, t, key, d, status, res, duplicate_of=rec["trial"])
+                    number = mirror.tell(t, values)
+                    summary.duplicates += 1
+                else:
+                    status, res = pool.result(pending[key])
+                    values = _record(cfg, t, key, d, status, res)
+                    number = mirror.tell(t, values)
+                    if status == "ok":
+                        cache[key] = {"trial": number, "status": status, "result": res}
+                summary.new_trials += 1
+                if status == "ok":
+                    complete += 1
+                    if score(res, cfg.objectives).feasible:
+                        feasible += 1
+                else:
+                    summary.errors += 1
+                    summary.first_error = summary.first_error or str(res)
+                if bar is not None:
+                    bar.update(1 if status == "ok" else 0)
+                    bar.set_postfix(feasible=feasible, refresh=False)
             batches += 1
             if summary.errors and summary.errors >= max(10, summary.new_trials // 2):
                 raise ConfigError(f"{cfg.source}: {summary.errors} of {summary.new_trials} evaluations failed "
@@ -333,10 +402,9 @@ def _run_study(cfg: StudyConfig, *, jobs: int, progress: bool, evaluator: Evalua
     return summary
 
 
-def _tell(study, cfg: StudyConfig, trial, key: str, design: Mapping[str, Any], status: str, res: Any,
-          duplicate_of: int | None = None) -> None:
-    """Store the trial's record (two user attributes, to keep storage writes few) and tell it."""
-    from optuna.trial import TrialState
+def _record(cfg: StudyConfig, trial, key: str, design: Mapping[str, Any], status: str, res: Any,
+            duplicate_of: int | None = None) -> list[float] | None:
+    """Set the trial's user attributes and constraints; return its objective values (None: failed)."""
     rec: dict[str, Any] = {"design": dict(design)}
     if duplicate_of is not None:
         rec["duplicate_of"] = duplicate_of
@@ -344,8 +412,7 @@ def _tell(study, cfg: StudyConfig, trial, key: str, design: Mapping[str, Any], s
     if status != "ok":
         rec["error"] = str(res)
         trial.set_user_attr("dse", rec)
-        study.tell(trial, state=TrialState.FAIL)
-        return
+        return None
     sc = score(res, cfg.objectives)
     if duplicate_of is None:
         rec["metrics"] = res
@@ -353,24 +420,23 @@ def _tell(study, cfg: StudyConfig, trial, key: str, design: Mapping[str, Any], s
     trial.set_user_attr("dse", rec)
     for name, v in zip(constraint_keys(cfg), sc.constraints):
         trial.set_constraint(name, v)
-    study.tell(trial, values=sc.values)
+    return sc.values
+
+
+def _tell(study, cfg: StudyConfig, trial, key: str, design: Mapping[str, Any], status: str, res: Any,
+          duplicate_of: int | None = None) -> None:
+    """Record and tell a trial of ``study`` directly (storage-level workers, ``dse worker``)."""
+    from optuna.trial import TrialState
+    values = _record(cfg, trial, key, design, status, res, duplicate_of)
+    if values is None:
+        study.tell(trial, state=TrialState.FAIL)
+    else:
+        study.tell(trial, values=values)
 
 
 def constraint_keys(cfg: StudyConfig) -> list[str]:
     """Names of the constraint values given to optuna (``Trial.set_constraint``)."""
     return ["infeasible_workloads"] + [f"c{i}" for i in range(len(cfg.objectives.constraints))]
-
-
-def _requeue(study, trials: list) -> None:
-    """Fail the in-flight trials of an interrupted batch and queue their parameters again."""
-    from optuna.trial import TrialState
-    for t in trials:
-        try:
-            if t.params:
-                study.enqueue_trial(dict(t.params), user_attrs={"requeued_from": t.number})
-            study.tell(t, state=TrialState.FAIL)
-        except Exception:
-            pass
 
 
 def _load_cache(study) -> tuple[dict[str, dict[str, Any]], int, int]:
@@ -421,25 +487,50 @@ def _progress(enabled: bool, total: int, initial: int, name: str):
     return tqdm(total=total, initial=initial, unit="trial", desc=name, dynamic_ncols=True, smoothing=0.1)
 
 
+def _worker_init() -> None:
+    """Runs in each worker process. loky restarts a worker whose memory grew by more than
+    300 MB, taking it for a leak; the model's per-process caches (synthetic traces, placements)
+    are deliberate and a restart would regenerate them, so the threshold is raised here."""
+    try:
+        from joblib.externals.loky import process_executor
+        process_executor._MAX_MEMORY_LEAK_SIZE = int(64e9)
+    except (ImportError, AttributeError):  # another joblib layout: keep its default
+        pass
+
+
 class _Pool:
-    """joblib process pool (loky) kept for the whole run; ``jobs == 1`` evaluates in-process."""
+    """Process workers (joblib's loky executor, reused across batches); ``jobs == 1`` evaluates
+    in this process, lazily, when the result is asked for."""
 
     def __init__(self, jobs: int):
         self.jobs = jobs
-        self.par = None
+        self.executor = None
+
+    def submit(self, fn: Evaluator, design: Mapping[str, Any], models: Sequence[str]):
+        if self.jobs == 1:
+            return (fn, design, models)
+        if self.executor is None:
+            from joblib.externals.loky import get_reusable_executor
+            n = self.jobs if self.jobs > 0 else None
+            self.executor = get_reusable_executor(max_workers=n, timeout=300, initializer=_worker_init)
+        return self.executor.submit(_safe_eval, fn, dict(design), tuple(models))
+
+    def result(self, handle) -> tuple[str, Any]:
+        if isinstance(handle, tuple):
+            return _safe_eval(*handle)
+        try:
+            return handle.result()
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # a worker died (killed, out of memory): the run stops, trials re-queued
+            from dse.errors import DSEError
+            raise DSEError(f"an evaluation worker died ({type(exc).__name__}: {exc}); "
+                           f"re-run the same command to resume") from None
 
     def map(self, fn: Evaluator, designs: list[dict[str, Any]], models: Sequence[str]) -> list[tuple[str, Any]]:
-        if not designs:
-            return []
-        if self.jobs == 1 or len(designs) == 1:
-            return [_safe_eval(fn, d, models) for d in designs]
-        from joblib import Parallel, delayed
-        if self.par is None:
-            self.par = Parallel(n_jobs=self.jobs, backend="loky")
-            self.par.__enter__()
-        return list(self.par(delayed(_safe_eval)(fn, d, models) for d in designs))
+        """Evaluate every design (results in order)."""
+        handles = [self.submit(fn, d, models) for d in designs]
+        return [self.result(h) for h in handles]
 
     def close(self) -> None:
-        if self.par is not None:
-            self.par.__exit__(None, None, None)
-            self.par = None
+        self.executor = None   # the reusable executor stays warm for the next run in this process

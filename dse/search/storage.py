@@ -114,21 +114,59 @@ def _retry_callback() -> dict:
     return {"failed_trial_callback": st.RetryFailedTrialCallback(max_retry=MAX_RETRY)}
 
 
-_PW = re.compile(r"^(?P<pre>[a-zA-Z][a-zA-Z0-9+.\-]*://[^:/@]*):(?P<pw>[^@]*)@")
+_SECRET_KEYS = re.compile(r"(?i)^(password|passwd|pwd|sslpassword|secret|token|access_token|api_key|key)$")
+
+
+def _secrets(url: str) -> list[str]:
+    """Every secret a storage URL carries: the password of ``user:password@`` (everything between
+    the first ':' of the user info and the LAST '@', so a raw '@', '/' or '?' in a password stays
+    hidden) and the values of password-like query parameters (libpq's
+    ``?password=``)."""
+    out = []
+    if "://" not in url:
+        return out
+    rest = url.split("://", 1)[1]
+    at = rest.rfind("@")
+    if at >= 0 and ":" in rest[:at]:
+        out.append(rest[:at].split(":", 1)[1])
+        rest = rest[at:]
+    q = rest.find("?")
+    if q >= 0:
+        for part in re.split(r"[&;]", rest[q + 1:]):
+            k, sep, v = part.partition("=")
+            if sep and v and _SECRET_KEYS.match(k.strip()):
+                out.append(v)
+    return [s for s in out if s]
 
 
 def mask_url(url: str | None) -> str:
-    """The URL with any password replaced by ``***`` (safe to print or log)."""
+    """The URL with any password (user info or password-like query parameter) replaced by ``***``
+    (safe to print or log)."""
     if not url:
         return "(default)"
-    return _PW.sub(lambda m: f"{m.group('pre')}:***@", url)
+    if "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    at = rest.rfind("@")  # the last '@': a raw '@', '/' or '?' in a password stays hidden
+    if at >= 0 and ":" in rest[:at]:
+        rest = rest[:at].split(":", 1)[0] + ":***" + rest[at:]
+    q = rest.find("?")
+    if q >= 0:
+        parts = []
+        for part in re.split(r"([&;])", rest[q + 1:]):
+            k, sep, v = part.partition("=")
+            parts.append(f"{k}=***" if sep and v and _SECRET_KEYS.match(k.strip()) else part)
+        rest = rest[:q + 1] + "".join(parts)
+    return f"{scheme}://{rest}"
 
 
 def mask_text(text: str, url: str) -> str:
-    """Remove the password of ``url`` from an arbitrary message."""
-    m = _PW.match(url)
-    if m and m.group("pw"):
-        text = text.replace(m.group("pw"), "***")
+    """Remove the secrets of ``url`` (and their URL-decoded forms) from an arbitrary message."""
+    from urllib.parse import unquote
+    for secret in sorted(_secrets(url), key=len, reverse=True):
+        for form in {secret, unquote(secret)}:
+            if form:
+                text = text.replace(form, "***")
     return text
 
 
