@@ -106,6 +106,11 @@ def _child_eval(path: str) -> None:
     m = evaluate(DesignPoint.from_dict({"trace": path})).metrics
     dt = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    try:   # VmHWM restarts at exec; ru_maxrss keeps the forked parent's high-water mark on Linux
+        with open("/proc/self/status") as fh:
+            rss = next(int(x.split()[1]) for x in fh if x.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        pass
     print(f"RESULT {dt:.2f} {rss:.0f} {m['trace_steps_measured']} {m['occupancy']:.4f} {m['actual_mfu']:.4f}")
 
 

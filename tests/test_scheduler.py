@@ -182,7 +182,9 @@ def test_cascade_identities(case):
     assert b.rounds.max() >= lower - 1e-12 or fetch == "load_aware"
 
 
-def test_streaming_chunks_equal_one_array():
+def test_streaming_chunks_equal_one_array(monkeypatch):
+    from dse.mapping import scheduler
+    monkeypatch.setattr(scheduler._Prefetch, "BATCH", 0)    # process the prefetch recurrence chunk by chunk
     rng = np.random.default_rng(3)
     ids = _random_trace(32, 4, 24, 2, 16, 3, 1.5)
     dom = pl.domain(32, 2, 4, die_units_x=4, die_units_y=8)

@@ -154,19 +154,24 @@ def _count_last(b: np.ndarray) -> np.ndarray:
 
 class _Prefetch:
     """Load-aware fetch: the bounded prefetch recurrence over steps, streamed chunk by chunk
-    (vectorised over layers and resources x; only Q steps of look-ahead are buffered)."""
+    (vectorised over layers and resources x; at most Q + BATCH steps are buffered)."""
+
+    BATCH = 256
 
     def __init__(self, depth: int, pes: np.ndarray):
-        self.Q, self.pes = depth, pes
-        self.safe = np.maximum(pes, 1)
+        self.Q = depth
+        self.cols = np.flatnonzero(pes > 0)             # resources with PE tiles (drop layout padding)
+        self.pes = pes[self.cols].astype(np.int32)
+        self.unit = bool((self.pes == 1).all())         # one tile each: ceil(p / 1) = p
         self.buf: np.ndarray | None = None
         self.credit: np.ndarray | None = None
         self.out: list[np.ndarray] = []
 
     def push(self, jx: np.ndarray) -> None:
-        jx = jx.astype(np.int64)
+        jx = jx[:, :, self.cols].astype(np.int32)
         self.buf = jx if self.buf is None else np.concatenate([self.buf, jx], axis=0)
-        self._run(final=False)
+        if self.buf.shape[0] >= 4 * self.Q + self.BATCH:  # process in batches; the rest waits for finish()
+            self._run(final=False)
 
     def finish(self) -> np.ndarray:
         self._run(final=True)
@@ -179,18 +184,27 @@ class _Prefetch:
         if upto <= 0:
             return
         if self.credit is None:
-            self.credit = np.zeros(buf.shape[1:], dtype=np.int64)
-        cs = np.cumsum(buf, axis=0)
-        credit, pes, safe = self.credit, self.pes, self.safe
-        rounds = np.empty((upto, buf.shape[1]), dtype=np.int64)
+            self.credit = np.zeros(buf.shape[1:], dtype=np.int32)
+        cs = np.cumsum(buf[:min(n, upto + self.Q)], axis=0, dtype=np.int32)
+        credit, pes = self.credit, self.pes
+        use, pending, idle, future = (np.empty_like(credit) for _ in range(4))
+        rounds = np.empty((upto, buf.shape[1]), dtype=np.int32)
         for i in range(upto):
-            use = np.minimum(credit, buf[i])
+            np.minimum(credit, buf[i], out=use)
             credit -= use
-            pending = buf[i] - use
-            rho = (-(-pending // safe)).max(axis=1)                     # [L]
-            idle = rho[:, None] * pes - pending
-            future = cs[min(i + self.Q, n - 1)] - cs[i] - credit          # queued, not yet pulled
-            credit += np.minimum(idle, np.maximum(future, 0))
+            np.subtract(buf[i], use, out=pending)
+            if self.unit:
+                rho = pending.max(axis=1)                                   # [L]
+                np.subtract(rho[:, None], pending, out=idle)
+            else:
+                rho = (-(-pending // pes)).max(axis=1)
+                np.multiply(rho[:, None], pes, out=idle)
+                idle -= pending
+            np.subtract(cs[min(i + self.Q, len(cs) - 1)], cs[i], out=future)   # queued in the look-ahead
+            future -= credit                                                 # ... and not yet pulled
+            np.maximum(future, 0, out=future)
+            np.minimum(idle, future, out=future)
+            credit += future
             rounds[i] = rho
         self.out.append(rounds)
         self.buf = buf[upto:]
