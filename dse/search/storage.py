@@ -13,7 +13,9 @@
 """
 from __future__ import annotations
 
+import random
 import re
+import time
 import warnings
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from dse.errors import ConfigError
 HEARTBEAT_INTERVAL_S = 10
 GRACE_PERIOD_S = 30
 MAX_RETRY = 3
+SCHEMA_RACE_RETRIES = 5
 RDB_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb", "oracle", "mssql")
 
 
@@ -71,10 +74,19 @@ def open_storage(url_or_none: str | None, study_name: str, results_dir: Path, st
                           f"postgresql://..., mysql://..., journal:FILE)")
     engine_kwargs = _sqlite_engine_kwargs(url) if scheme == "sqlite" else {"pool_pre_ping": True}
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # heartbeat options are "experimental" in optuna
-            return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=HEARTBEAT_INTERVAL_S,
-                              grace_period=GRACE_PERIOD_S, **_retry_callback())
+        for attempt in range(SCHEMA_RACE_RETRIES + 1):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")   # heartbeat options are "experimental" in optuna
+                    return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=HEARTBEAT_INTERVAL_S,
+                                      grace_period=GRACE_PERIOD_S, **_retry_callback())
+            except Exception as exc:
+                # Several processes opening a fresh database at once race to create optuna's tables
+                # (PostgreSQL: duplicate key in pg_type / relation already exists); the loser retries.
+                from sqlalchemy.exc import IntegrityError, ProgrammingError
+                if attempt == SCHEMA_RACE_RETRIES or not isinstance(exc, (IntegrityError, ProgrammingError)):
+                    raise
+                time.sleep(0.2 + random.random() * (attempt + 1))
     except ImportError as exc:
         raise ConfigError(f"storage {mask_url(url)}: missing database driver ({exc})") from None
     except Exception as exc:  # sqlalchemy / driver errors: one line, password masked

@@ -1,0 +1,163 @@
+"""Study throughput on PostgreSQL with 1, 2 and 4 `dse worker` processes (and one `dse run`).
+
+    python benchmarks/bench_distributed.py [--url postgresql://user:pw@host:port/db] [--trials 160]
+
+Without --url (or DSE_TEST_POSTGRES_URL) a throw-away PostgreSQL server is started from the
+Debian package (initdb / pg_ctl, as the `postgres` user when run as root) and stopped at the end.
+Each configuration runs the same random-sampler study on a fresh database until it has --trials
+COMPLETE trials; the figure is trials per second of wall time (process start to last exit),
+printed with the ratio to one worker. Figures depend on the machine's load: compare them within
+one run only.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import glob
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+SPACE = """
+[params]
+array_depth = { type = "categorical", choices = ["16K", "20K", "24K", "28K", "32K"] }
+tile_width = { type = "categorical", choices = [1, 2, 4, 8] }
+core_mesh_link_bits = { type = "int", low = 256, high = 1024, step = 128 }
+macro_mhz = { type = "float", low = 100, high = 300 }
+noc_ghz = { type = "float", low = 0.5, high = 2.0 }
+"""
+OBJECTIVES = """
+[[objectives]]
+metric = "ffn_latency_us_per_token"
+direction = "minimize"
+
+[[objectives]]
+metric = "pool_power_w"
+direction = "minimize"
+"""
+
+
+@contextlib.contextmanager
+def temp_postgres():
+    """A throw-away PostgreSQL server on 127.0.0.1 (yields an admin URL)."""
+    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: [int(x) for x in p.split("/")[-2].split(".")])
+    if not bins:
+        sys.exit("no PostgreSQL server binaries (apt-get install postgresql), or pass --url")
+    pgbin = bins[-1]
+    work = Path(tempfile.mkdtemp(prefix="dse-bench-pg."))
+    run_as: list[str] = []
+    if os.geteuid() == 0:
+        run_as = ["runuser", "-u", "postgres", "--"]
+        os.chmod(work, 0o755)
+        shutil.chown(work, "postgres")
+    password = secrets.token_hex(12)
+    (work / "pw").write_text(password + "\n")
+    if run_as:
+        shutil.chown(work / "pw", "postgres")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = work / "data"
+    subprocess.run([*run_as, f"{pgbin}/initdb", "-D", str(data), "-U", "dse", "--auth=scram-sha-256",
+                    f"--pwfile={work / 'pw'}", "--no-sync", "-E", "UTF8", "--locale=C"], check=True,
+                   stdout=subprocess.DEVNULL)
+    opts = f"-p {port} -k {work} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=200"
+    subprocess.run([*run_as, f"{pgbin}/pg_ctl", "-D", str(data), "-l", str(work / "log"), "-w", "start", "-o", opts],
+                   check=True, stdout=subprocess.DEVNULL)
+    try:
+        yield f"postgresql://dse:{password}@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*run_as, f"{pgbin}/pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def fresh_db(admin_url: str):
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+    admin = make_url(admin_url)
+    name = f"dse_bench_{uuid.uuid4().hex[:10]}"
+    eng = sa.create_engine(admin, isolation_level="AUTOCOMMIT")
+    with eng.connect() as c:
+        c.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield admin.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with eng.connect() as c:
+            c.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        eng.dispose()
+
+
+def run_config(study: Path, url: str, workers: int, mode: str) -> float:
+    """Wall seconds for the study to reach its target with ``workers`` processes."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if mode == "run":
+        argvs = [["run", str(study), "--storage", url, "--no-progress"]]
+    else:
+        argvs = [["worker", str(study), "--storage", url, "--worker-id", f"b{i}"] for i in range(workers)]
+    t0 = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-m", "dse", *a], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env) for a in argvs]
+    for p in procs:
+        out, err = p.communicate()
+        if p.returncode != 0:
+            sys.exit(f"dse {' '.join(argvs[0][:1])} failed:\n{err[-2000:]}")
+    return time.perf_counter() - t0
+
+
+def count_complete(study: Path, url: str) -> int:
+    import optuna
+    from optuna.trial import TrialState
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    s = optuna.load_study(study_name="bench", storage=url)
+    return sum(t.state == TrialState.COMPLETE for t in s.get_trials(deepcopy=False))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--url", default=os.environ.get("DSE_TEST_POSTGRES_URL"),
+                    help="admin URL of a PostgreSQL server (a database is created per configuration)")
+    ap.add_argument("--trials", type=int, default=160)
+    ap.add_argument("--workers", default="1,2,4")
+    args = ap.parse_args()
+    from dse.search.storage import mask_url
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        (tmp / "space.toml").write_text(SPACE)
+        (tmp / "objectives.toml").write_text(OBJECTIVES)
+        study = tmp / "bench.toml"
+        study.write_text(f'[study]\nname = "bench"\nspace = "space.toml"\nobjectives = "objectives.toml"\n'
+                         f'trials = {args.trials}\nseed = 0\nbatch = 8\n[sampler]\nname = "random"\n'
+                         f'[workload]\nmodels = ["qwen3.5-35b-a3b"]\n')
+        server = contextlib.nullcontext(args.url) if args.url else temp_postgres()
+        with server as admin:
+            print(f"PostgreSQL: {mask_url(admin)}{'' if args.url else ' (temporary server)'}; "
+                  f"{args.trials} trials per configuration; {os.cpu_count()} cores; "
+                  f"load average {os.getloadavg()[0]:.2f}")
+            rows = []
+            for mode, n in [("worker", int(w)) for w in args.workers.split(",")] + [("run", 1)]:
+                with fresh_db(admin) as url:
+                    wall = run_config(study, url, n, mode)
+                    done = count_complete(study, url)
+                if done != args.trials:
+                    sys.exit(f"{mode} x{n}: {done} complete trials, expected {args.trials}")
+                rows.append((mode, n, wall, done / wall))
+            base = next(r[3] for r in rows if r[0] == "worker" and r[1] == 1) if any(
+                r[0] == "worker" and r[1] == 1 for r in rows) else rows[0][3]
+            print(f"{'configuration':<26}{'wall s':>9}{'trials/s':>10}{'vs 1 worker':>13}")
+            for mode, n, wall, rate in rows:
+                label = f"dse worker x {n}" if mode == "worker" else "dse run (1 process)"
+                print(f"{label:<26}{wall:>9.1f}{rate:>10.2f}{rate / base:>12.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
