@@ -262,3 +262,20 @@ def test_optuna_sees_constraints(tmp_path):
     best = {t.number for t in st.best_trials}          # optuna's own constrained front
     res = load_results(cfg)
     assert best == {r.number for r in res.front()}
+
+
+@pytest.mark.postgres
+def test_run_resume_and_front_on_postgresql(tmp_path, postgres_url):
+    cfg = _cfg(_study(tmp_path, "nsga2", trials=16), storage=postgres_url)
+    assert run_study(cfg, evaluator=fake_eval, max_batches=1).complete == 8
+    s = run_study(cfg, evaluator=fake_eval)
+    assert s.complete == 16 and s.new_trials == 8
+    res = load_results(cfg)
+    assert len(res.records) == 16 and all(r.complete for r in res.records)
+    # the same seeded study on SQLite gives the same trials
+    d = tmp_path / "sq"
+    d.mkdir()
+    cfg2 = _cfg(_study(d, "nsga2", trials=16))
+    run_study(cfg2, evaluator=fake_eval, max_batches=1)
+    run_study(cfg2, evaluator=fake_eval)
+    assert _history(cfg2) == _history(cfg)
