@@ -1,12 +1,19 @@
 """Where a layer's experts sit: the scheduling domain (dies -> cores -> PE groups -> units) and
 the semi-static placement policies of spec section 5.
 
-Scheduling domain. A layer runs on the dies that hold its experts: ``ceil(E / active units per
-die)`` dies (one for every catalog model at 32K except the 512-expert ones). Every unit holds at
-most one expert of the layer (its chunks, spec section 3) and has one PE tile; all PE tiles of
-those dies compute for the layer, including tiles of units that hold another layer's experts. This
-is the study's accounting: its occupancies imply N G = 320 PE groups at side 4 (Table IX:
-0.152 = 46.2 jobs / (1 round x 304-320); direct 0.154 at 7 rounds), not N G = E = 256.
+Scheduling domain (knob ``layer_layout``). Every unit holds at most one expert of the layer (its
+chunks, spec section 3) and has one PE tile. Broadcast pooling is core-local, so which cores a
+layer's experts occupy decides how many idle tiles can help:
+
+* ``packed``: the layer's E experts fill ceil(E / units per core) cores, whole cores
+  first ("a core holds 16 partial experts", spec s3); the domain is those cores (256 PE tiles at
+  side 2, 4 and 8, 264 at side 6 on the 16 x 20 die). Units of other layers inside the last,
+  partly filled core help too. This fits the study's direct occupancy (0.154 = J / (8.89 x 256))
+  and its side-8 pooled occupancy (0.678 = J / (2 x 256)).
+* ``interleaved`` (default): the layer runs on every PE tile of the ``ceil(E / active units per die)``
+  dies holding its experts, with units of other layers interleaved in every core (320 tiles at
+  side 4). This fits the study's side-4 ablation (0.510 at 2.21 rounds implies N G ~ 310) and
+  gives small cores spare helpers, which is why it flattens the core-pooling sweep.
 
 A core is ``core_side``^2 units (edge cores of a die that ``core_side`` does not tile are smaller
 when ``core_remainder = 'partial'``, absent when 'idle'). Its ``pe_groups_per_core`` groups split
@@ -125,22 +132,47 @@ class DomainArrays:
     core_group_start: np.ndarray  # first group of every core
 
 
+LAYOUTS = ("packed", "interleaved")
+
+
+def packed_cores(n_experts: int, per_die: list[int]) -> list[list[int]]:
+    """Cores (units each) that a layer of ``n_experts`` fills, die by die, whole cores first."""
+    dies: list[list[int]] = []
+    total = 0
+    while total < n_experts:
+        die: list[int] = []
+        for u in sorted(per_die, reverse=True):
+            die.append(u)
+            total += u
+            if total >= n_experts:
+                break
+        dies.append(die)
+    return dies
+
+
 @functools.lru_cache(maxsize=256)
 def domain(n_experts: int, core_side: int, groups_per_core: int, die_units_x: int = 16, die_units_y: int = 20,
-           core_remainder: str = "partial") -> Domain:
-    """The dies, cores and groups a layer of ``n_experts`` experts is scheduled on."""
+           core_remainder: str = "partial", layout: str = "interleaved") -> Domain:
+    """The dies, cores and groups a layer of ``n_experts`` experts is scheduled on (see the module
+    docstring for the two layouts)."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layer layout {layout!r} (allowed: {', '.join(LAYOUTS)})")
     per_die = die_core_units(core_side, die_units_x, die_units_y, core_remainder)
     die_units = sum(per_die)
     if die_units == 0:
         raise ValueError("a die without whole cores")
-    dies = max(1, math.ceil(n_experts / die_units))
+    if layout == "packed":
+        die_cores = packed_cores(n_experts, per_die)
+    else:
+        die_cores = [per_die] * max(1, math.ceil(n_experts / die_units))
+    dies = len(die_cores)
     full = core_side * core_side
     g = max(1, min(groups_per_core, full))
     core_units: list[int] = []
     group_units: list[int] = []
     group_core: list[int] = []
-    for _ in range(dies):
-        for u in per_die:
+    for cores in die_cores:
+        for u in cores:
             c = len(core_units)
             core_units.append(u)
             ids = [i * g // full for i in range(u)]       # group of each unit of this core

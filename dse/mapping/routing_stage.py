@@ -2,8 +2,10 @@
 
 ``trace = 'catalog'``: the closed-form U(B) of the catalog (no scheduling; fast path of the DSE).
 ``trace = 'synthetic'``: a seeded synthetic trace of the design's model at its run-batch
-(``trace_seed``, ``trace_steps``, plus ``profile_steps`` of profiling window before it), generated
-once per process. A path: a ``.npz`` trace or an unconverted router dump (JSON / JSON lines),
+(``trace_seed``, ``trace_steps``) and, for placement, a profiling run of ``profile_steps`` steps on
+other requests (an independent synthetic trace, seed ``profile_seed(trace_seed)``), both generated
+once per process. Profiling on the measured requests themselves would let a "semi-static"
+placement see the future: the requests of a decode batch persist across steps. A path: a ``.npz`` trace or an unconverted router dump (JSON / JSON lines),
 re-cut into decode steps of the design's batch when that differs; its first ``profile_steps``
 steps (at most half) form the profiling window.
 
@@ -100,6 +102,14 @@ def _profile_of(ids: np.ndarray, n_experts: int) -> np.ndarray:
     return loads(ids, n_experts).mean(axis=0, dtype=np.float64)
 
 
+PROFILE_SEED_MIX = 0x9E3779B9     # golden-ratio constant: decorrelates the profiling run's seed
+
+
+def profile_seed(trace_seed: int) -> int:
+    """Seed of the synthetic profiling run that goes with measured trace ``trace_seed``."""
+    return (trace_seed ^ PROFILE_SEED_MIX) & 0xFFFFFFFF
+
+
 def workload(point, model) -> Workload:
     """The (cached) workload of a design point whose ``trace`` is 'synthetic' or a path."""
     B = point.run_batch
@@ -109,8 +119,14 @@ def workload(point, model) -> Workload:
         if hit is not None:
             return hit
         from dse.workload import synth
-        tr, prof = synth.cached(model.name, B, point.trace_steps, point.trace_seed, "auto", point.profile_steps)
-        prof_ids = prof.experts if prof is not None else tr.experts
+        tr, _ = synth.cached(model.name, B, point.trace_steps, point.trace_seed, "auto", 0)
+        if point.profile_steps:
+            # The profiling run serves OTHER requests than the measured window (an independent
+            # trace of the same model): semi-static placement cannot know which requests come.
+            prof, _ = synth.cached(model.name, B, point.profile_steps, profile_seed(point.trace_seed), "auto", 0)
+            prof_ids = prof.experts
+        else:
+            prof_ids = tr.experts
         w = Workload(key, tr.meta, "synthetic", _profile_of(prof_ids, model.experts), prof_ids,
                      load=loads(tr.experts, model.experts))
         return _remember(_WORKLOADS, key, w, MAX_WORKLOADS)
@@ -164,7 +180,8 @@ def routing(ctx: Context) -> dict[str, Any]:
         ctx.extra["union"] = u
         return {"union_experts": u, "union_source": src}
     wl = ctx.extra.get("workload") or workload(p, model)
-    dom = pl.domain(model.experts, p.core_side, p.groups, p.die_units_x, p.die_units_y, p.core_remainder)
+    dom = pl.domain(model.experts, p.core_side, p.groups, p.die_units_x, p.die_units_y, p.core_remainder,
+                    p.layer_layout)
     slot = placement_for(wl, dom, p.placement)
     sch = Scheduler(dom, slot, p.tile_width, p.pooling, p.fetch, p.fetch_queue_depth)
     if wl.load is not None:

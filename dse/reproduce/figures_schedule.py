@@ -1,7 +1,8 @@
 """Published figures of the MFU cascade and the scheduling mechanisms (spec sections 4-5, 8).
 
 Computed on the default synthetic trace of Qwen3.5-35B-A3B (calibrated to the catalog's routing
-statistics, ``dse trace synth``; 64 measured steps after a 16-step profiling window, seed 0), at
+statistics, ``dse trace synth``; 64 measured steps, seed 0, placement profiled on an independent
+16-step run of other requests), at
 the study's operating point (side 4, w = 4, LPT, broadcast pooling, FIFO fetch) unless the entry
 varies a knob. The worked example of section 5 is scheduled exactly as stated.
 """
@@ -43,13 +44,11 @@ figure("worked_example.broadcast_rounds")(lambda: worked_example("broadcast").ro
 figure("worked_example.broadcast_occupancy")(lambda: worked_example("broadcast").occupancy)
 
 # ---- Table X: core pooling sweep, side 2 / 4 / 6 / 8 -------------------------------------------
-_BCAST_NOTE = ("J / (rounds x 320 PE tiles of the die). MISS at side 2: a 4-tile core needs a 3rd round only once "
-               "its hottest expert exceeds 8 jobs (32 tokens); our calibrated hottest is ~27 (6.77 x B k / E), so "
-               "2.1 rounds vs the study's implied 3.3, which matches its direct 8.89 rounds (~35 tokens), not its "
-               "hottest/mean. Side 8: 320 tiles with partial edge cores; the study's 0.678 implies 256 (whole cores: "
-               "core_remainder = idle gives 0.682)")
-_DIRECT_NOTE = ("direct rounds = ceil(hottest / w) ~ 7.3 on our trace (hottest ~27 tokens); the study's occupancies "
-                "imply ~7 rounds over 320 tiles (side 8: 256), consistent with ours")
+_BCAST_NOTE = ("J / (rounds x 320 PE tiles of the die: layer_layout = interleaved); LPT placed from an independent "
+               "16-step profiling run (other requests). Side 8: 320 tiles with partial edge cores; the study's 0.678 "
+               "implies 256 (whole cores: core_remainder = idle gives ~0.68)")
+_DIRECT_NOTE = ("direct rounds = ceil(hottest / w) ~ 7.3 on our trace (hottest ~27 tokens = 6.77 x B k / E); the "
+                "study's 8.89 rounds need ~35 tokens, its occupancies imply ~7 rounds over 320 tiles")
 figure("pooling_35b.ideal_mfu", note="T / (w J) on the calibrated synthetic trace")(lambda: m()["ideal_mfu"])
 figure("pooling_35b.occupancy_bcast", note=_BCAST_NOTE)(
     lambda: [m(core_side=s)["occupancy"] for s in SIDES])

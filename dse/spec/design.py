@@ -55,6 +55,7 @@ class DesignPoint:
     # mapping
     reduction_order: str = "ep_first"
     placement: str = "lpt"
+    layer_layout: str = "interleaved"
     pooling: str = "broadcast"
     fetch: str = "fifo"
     fetch_queue_depth: int = 16

@@ -123,6 +123,10 @@ PARAMS: tuple[Param, ...] = (
     # ---- mapping ------------------------------------------------------------------------
     P("reduction_order", "mapping", "str", "ep_first", "expert-parallel-first or tensor-parallel-first reduction", choices=("ep_first", "tp_first")),
     P("placement", "mapping", "str", "lpt", "expert placement over PE groups", choices=("contiguous", "lpt", "coactivation")),
+    P("layer_layout", "mapping", "str", "interleaved",
+      "where a layer's experts sit: 'packed' into ceil(E / units per core) whole cores, one expert per unit "
+      "(spec s3: a side-4 core holds 16 experts), or 'interleaved' over every core of the die (units of other "
+      "layers in between act as pooling helpers)", choices=("packed", "interleaved")),
     P("pooling", "mapping", "str", "broadcast", "core-local multicast pooling ('broadcast') or none ('direct')", choices=("direct", "broadcast")),
     P("fetch", "mapping", "str", "fifo", "token fetch order", choices=("fifo", "load_aware")),
     P("fetch_queue_depth", "mapping", "int", 16, "load-aware fetch look-ahead, in multiples of the batch slot", "x", 1, 1024),
