@@ -35,6 +35,8 @@ class Param:
     def allowed(self) -> str:
         if self.choices is not None:
             return "one of " + ", ".join(repr(c) for c in self.choice_values())
+        if self.kind == "str":
+            return "a non-empty string"
         kind = "an integer" if self.kind == "int" else "a number"
         lo_b = "(" if self.lo_open else "["
         rng = f" in {lo_b}{_fmt(self.lo)}, {_fmt(self.hi)}]"
