@@ -21,7 +21,12 @@ GROUPS = {
                 "h20_us_per_token", "speedup_vs_h20", "h100_us_per_token", "speedup_vs_h100"],
     "energy": ["weight_mb_per_token", "weight_energy_uj_per_token", "h20_weight_energy_uj_per_token"],
     "serving": ["t_attn_us", "tpot_af_us", "tpot_gpu_only_us", "af_gain"],
-    "area / power": ["die_area_mm2", "die_area_budget_mm2", "network_area_mm2", "die_power_w", "pool_power_w"],
+    "communication": ["unit_io_gbps", "core_mesh_p99_gbps", "core_mesh_provision_gbps", "die_noc_busiest_link_gbps",
+                      "die_noc_provision_gbps", "d2d_demand_gbps_per_die", "d2d_provision_gbps_per_die",
+                      "node_demand_gbps", "node_provision_gbps", "comm_violation", "round_stretch", "effective_mfu"],
+    "area / power": ["die_area_mm2", "die_area_budget_mm2", "network_area_mm2", "mm2_per_occupancy", "die_power_w",
+                     "pool_power_w"],
+    "cost": ["die_cost_usd", "pool_cost_usd", "usd_per_mtok", "h20_usd_per_mtok", "h100_usd_per_mtok"],
 }
 
 
