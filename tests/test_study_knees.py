@@ -66,10 +66,12 @@ def _run_and_compare(cfg, jobs: int = 1):
     return knee
 
 
-def test_core_pooling_knee_matches_the_oracle(tmp_path):
+def test_core_pooling_knee_matches_the_oracle_and_the_study(tmp_path):
     cfg = load_study(ROOT / "studies" / "core-pooling.toml", storage=f"sqlite:///{tmp_path / 'cp.db'}")
     knee = _run_and_compare(cfg, jobs=2)
-    assert knee.params["pooling"] == "broadcast"      # pooling always pays on this workload
+    # the reference study's bounded-pooling knee (Table X), rediscovered from effective MFU and
+    # network mm2 per delivered occupancy alone
+    assert knee.params == {"core_side": 4, "pooling": "broadcast"}
 
 
 def test_array_depth_knee_on_the_default_model_matches_the_oracle(tmp_path):
