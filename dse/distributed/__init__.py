@@ -5,6 +5,7 @@
 * ``quota``: exactly N complete trials whatever the number of workers (slot accounting).
 * ``signals``: SIGINT/SIGTERM -> finish and record the in-flight batch; a second signal aborts
   and re-queues it.
-* ``worker``: the worker loop behind ``dse worker``.
+* ``worker``: the worker loop behind ``dse worker``; ``fill``: in-memory sampling mirror and
+  one-transaction write of a reserved trial.
 * ``copy``: ``dse study copy`` / ``dse study list`` (SQLite <-> PostgreSQL <-> journal).
 """

@@ -17,8 +17,15 @@ one host), asks trials, evaluates them and tells the results. What makes many wo
 * **Signals** (``signals.Shutdown``): SIGINT/SIGTERM finish and record the in-flight batch, then
   stop; a second signal aborts and re-queues the batch.
 
-Evaluation, design keys, caching and the way results are told are the runner's
+* **Cost per trial**: the trial is *reserved* in the shared storage (RUNNING + heartbeat: it holds
+  a slot and survives the worker's death), sampled on an in-memory mirror of the study
+  (``fill.WorkerMirror``, synced with the other workers' finished trials every batch) and written
+  back in one transaction (``fill.finish_trial``), instead of optuna's one transaction per
+  parameter, attribute and state change.
+
+Evaluation, design keys, caching and the recorded attributes are the runner's
 (``dse.search.runner``), so a worker's trials are indistinguishable from ``dse run``'s.
+``dse run`` and ``dse worker`` may share a study, but only workers guarantee the exact count.
 """
 from __future__ import annotations
 
@@ -32,6 +39,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from dse.distributed import quota
+from dse.distributed.fill import WorkerMirror, finish_trial
 from dse.distributed.heartbeat import Heartbeats, fail_stale, grace_period_s, heartbeat_interval_s
 from dse.distributed.signals import Shutdown
 from dse.errors import ConfigError
@@ -64,6 +72,7 @@ class WorkerSummary:
     requeued: int = 0            # trials of dead workers this worker failed and re-queued
     duplicates: int = 0          # trials answered from the design cache
     errors: int = 0
+    dropped: int = 0             # results dropped: the trial had been failed as stale meanwhile
     elapsed_s: float = 0.0
     stopped_by: str = ""         # "" (target reached), "SIGTERM", "SIGINT", "max-trials", "exhausted", ...
 
@@ -109,12 +118,11 @@ def _create_once(cfg: StudyConfig) -> bool:
 
 
 def open_worker_study(cfg: StudyConfig, worker: str):
-    """(study, raw storage, created) with this worker's sampler."""
+    """(study, raw storage, created); the study's sampler is this worker's (seeded by its name)."""
     from dse.search.runner import make_sampler, open_study
     created = _create_once(cfg)
     study, storage = open_study(cfg, create=True)
-    if cfg.sampler != "grid":
-        study.sampler = make_sampler(replace(cfg, seed=worker_seed(cfg.seed, worker)), 0)
+    study.sampler = make_sampler(replace(cfg, seed=worker_seed(cfg.seed, worker)), 0)
     return study, storage, created
 
 
@@ -185,6 +193,8 @@ def _run(cfg: StudyConfig, *, jobs: int, worker: str, max_trials: int | None, po
     fn = evaluator or evaluate_design
     env = cfg.base_env()
     cache, _, _ = _load_cache(study)
+    mirror = WorkerMirror(cfg.objectives.directions, study.sampler)
+    mirror.sync(study)
     pool = _Pool(jobs)
     last_sweep = 0.0
     waiting_note = False
@@ -229,7 +239,9 @@ def _run(cfg: StudyConfig, *, jobs: int, worker: str, max_trials: int | None, po
                 batch = _ask_batch(study, cfg, k, target, beats, summary, check_queued=c.holding > target)
                 if not batch:
                     continue
-                _evaluate_batch(study, cfg, batch, env, cache, pool, fn, beats, summary)
+                for t in mirror.sync(study):   # what the other workers finished meanwhile
+                    _cache_add(cache, t)
+                _evaluate_batch(study, cfg, batch, env, cache, pool, fn, beats, summary, mirror, log)
             summary.complete = quota.counts(study).complete
     finally:
         pool.close()
@@ -301,15 +313,30 @@ def _ask_batch(study, cfg: StudyConfig, k: int, target: int, beats: Heartbeats, 
     return out
 
 
+def _cache_add(cache: dict, t) -> None:
+    """Add a finished trial of the shared study to the design cache (first trial of each design)."""
+    rec = t.user_attrs.get("dse", {})
+    key = t.user_attrs.get("design_key")
+    if t.state.name == "COMPLETE" and key and "metrics" in rec and key not in cache:
+        cache[key] = {"trial": t.number, "status": "ok", "result": rec["metrics"]}
+
+
 def _evaluate_batch(study, cfg: StudyConfig, trials: list, env, cache, pool, fn, beats: Heartbeats,
-                    summary: WorkerSummary) -> None:
-    """Suggest, evaluate (new designs only) and tell one batch; re-queue it if interrupted."""
-    from dse.search.runner import _tell, design_key
-    inflight = list(trials)
+                    summary: WorkerSummary, mirror: WorkerMirror, log) -> None:
+    """Sample (on the in-memory mirror), evaluate (new designs only) and write one batch of
+    reserved trials, each in one transaction; re-queue the batch if interrupted."""
+    import optuna
+
+    from dse.search.runner import _record, design_key
+    inflight = {t._trial_id: (t, {}) for t in trials}
     try:
-        designs, keys = [], []
+        mem, designs, keys = [], [], []
         for t in trials:
-            d = cfg.design(cfg.space.suggest(t, env))
+            fixed = dict(system_attrs(study, t).get("fixed_params", {})) or dict(t.params)
+            mt = mirror.ask(fixed)
+            d = cfg.design(cfg.space.suggest(mt, env))
+            inflight[t._trial_id] = (t, dict(mt.params))
+            mem.append(mt)
             designs.append(d)
             keys.append(design_key(cfg, d))
         todo: dict[str, dict[str, Any]] = {}
@@ -317,24 +344,35 @@ def _evaluate_batch(study, cfg: StudyConfig, trials: list, env, cache, pool, fn,
             if key not in cache and key not in todo:
                 todo[key] = d
         fresh = dict(zip(todo, pool.map(fn, list(todo.values()), cfg.models)))
-        for t, key, d in zip(trials, keys, designs):
+        for t, mt, key, d in zip(trials, mem, keys, designs):
             if key in cache:
                 rec = cache[key]
-                _tell(study, cfg, t, key, d, rec["status"], rec["result"], duplicate_of=rec["trial"])
+                status, res = rec["status"], rec["result"]
+                values = _record(cfg, mt, key, d, status, res, duplicate_of=rec["trial"])
                 summary.duplicates += 1
             else:
                 status, res = fresh[key]
-                _tell(study, cfg, t, key, d, status, res)
-                if status == "ok":
-                    cache[key] = {"trial": t.number, "status": status, "result": res}
-                else:
+                values = _record(cfg, mt, key, d, status, res)
+                if status != "ok":
                     summary.errors += 1
-            inflight.remove(t)
+            mt.set_user_attr(WORKER_ATTR, summary.worker)
+            ft = mirror.tell(mt, values)
+            try:
+                finish_trial(study._storage, t._trial_id, ft)
+            except optuna.exceptions.UpdateFinishedTrialError:
+                # Failed as stale by another worker (this one stalled): its re-queued copy goes on.
+                log(f"trial {t.number} was re-queued by another worker while it ran here; result dropped")
+                summary.dropped += 1
+            else:
+                summary.evaluated += 1
+                if status == "ok" and key not in cache:
+                    cache[key] = {"trial": t.number, "status": status, "result": res}
+            mirror.seen.add(t._trial_id)
+            del inflight[t._trial_id]
             beats.discard(t._trial_id)
-            summary.evaluated += 1
     except BaseException:
-        requeue(study, inflight)
-        for t in inflight:
+        requeue(study, list(inflight.values()))
+        for t, _ in inflight.values():
             beats.discard(t._trial_id)
         raise
     if summary.errors and summary.errors >= max(10, summary.evaluated // 2):
@@ -343,13 +381,15 @@ def _evaluate_batch(study, cfg: StudyConfig, trials: list, env, cache, pool, fn,
 
 
 def requeue(study, trials: list) -> int:
-    """Fail interrupted trials and queue them again with the same parameters (including a queued
-    grid point not yet suggested). Returns how many were re-queued."""
+    """Fail interrupted reserved trials and queue them again with the same parameters (sampled on
+    the mirror, or the queued grid point). ``trials``: (trial, sampled params). Returns how many
+    were re-queued."""
     from optuna.trial import TrialState
     n = 0
-    for t in trials:
+    for t, sampled in trials:
         params = dict(system_attrs(study, t).get("fixed_params", {}))
         params.update(t.params)
+        params.update(sampled)
         try:
             if params:
                 study.enqueue_trial(params, user_attrs={"requeued_from": t.number})
