@@ -82,3 +82,16 @@ def test_array_depth_knee_on_the_default_model_matches_the_oracle(tmp_path):
     too_big = [r for r in res.complete if r.params["array_depth"] > 32768]
     assert too_big and all(not r.feasible and "die area" in r.reason for r in too_big)
     assert knee.params["array_depth"] <= 32768
+
+
+def test_array_depth_knee_over_every_catalog_model_is_32k(tmp_path):
+    # the study as shipped (every catalog model, closed-form unions): the reference study's
+    # feasible-density knee, rediscovered from total dies vs worst layer time under the
+    # die-area and D2D-provision constraints
+    cfg = load_study(ROOT / "studies" / "array-depth.toml", storage=f"sqlite:///{tmp_path / 'all.db'}")
+    assert len(cfg.models) >= 6
+    knee = _run_and_compare(cfg, jobs=2)
+    assert knee.params == {"array_depth": 32768}
+    res = load_results(cfg)
+    shallow = [r for r in res.complete if r.params["array_depth"] <= 16384]
+    assert shallow and all(not r.feasible for r in shallow)   # GLM-5.2 / DeepSeek-V3 chunks do not fit
