@@ -86,7 +86,7 @@ class Workload:
 _LOCK = threading.Lock()
 _WORKLOADS: OrderedDict[tuple, Workload] = OrderedDict()
 _PLACEMENTS: OrderedDict[tuple, np.ndarray] = OrderedDict()
-MAX_WORKLOADS, MAX_PLACEMENTS = 6, 64
+MAX_WORKLOADS, MAX_PLACEMENTS = 6, 32   # placements hold ~2 MB unit layouts each: ~70 MB at most
 
 
 def _remember(cache: OrderedDict, key, value, limit: int):
