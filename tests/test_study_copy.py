@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import time
 
 import pytest
@@ -159,7 +160,7 @@ def test_no_command_prints_the_password(capsys, tmp_path, postgres_url):
             assert rc == 0, (argv, err)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=int(os.environ.get("DSE_FUZZ_EXAMPLES", 300)), deadline=None)
 @given(user=st.text("abcdefgh_.-", max_size=8),
        password=st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"), min_size=6,
                         max_size=24).filter(lambda p: p.strip() == p),
@@ -172,7 +173,7 @@ def test_mask_url_never_shows_the_password(user, password, host, port, query, sc
     assert mask_url(url) == f"{scheme}://{user}:***@{host}{port}/studies{query}"
     assert password not in mask_text(f"could not connect to {url}: password {password} rejected", url)
     pw = password.replace("&", "").replace(";", "")
-    if len(pw) >= 6:  # libpq also takes ?password=...
+    if len(pw) >= 6 and pw not in f"{scheme}://{host}/studies?password=***":  # libpq also takes ?password=...
         assert pw not in mask_url(f"{scheme}://{host}/studies?password={pw}")
         assert mask_url(f"{scheme}://{host}/studies?password=abcdef&x=1") == \
             f"{scheme}://{host}/studies?password=***&x=1"

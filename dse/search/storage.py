@@ -129,36 +129,44 @@ def _retry_callback() -> dict:
 _SECRET_KEYS = re.compile(r"(?i)^(password|passwd|pwd|sslpassword|secret|token|access_token|api_key|key)$")
 
 
-def _secrets(url: str) -> list[str]:
-    """Every secret a storage URL carries: the password of ``user:password@`` (everything between
-    the first ':' of the user info and the LAST '@', so a raw '@', '/' or '?' in a password stays
-    hidden) and the values of password-like query parameters (libpq's
-    ``?password=``)."""
+def _query_secrets(rest: str) -> list[str]:
+    """Values of password-like parameters in the query part (after the first '?') of ``rest``."""
+    q = rest.find("?")
+    if q < 0:
+        return []
     out = []
+    for part in re.split(r"[&;]", rest[q + 1:]):
+        k, sep, v = part.partition("=")
+        if sep and v and _SECRET_KEYS.match(k.strip()):
+            out.append(v)
+    return out
+
+
+def _secrets(url: str) -> list[str]:
+    """Every secret a storage URL may carry, under both readings of an ambiguous URL: the password
+    of ``user:password@`` (between the first ':' of the user info and the LAST '@', so a raw '@',
+    '/' or '?' in a password stays hidden) and the values of password-like query parameters
+    (libpq's ``?password=``), whether the query starts before or after that '@'."""
     if "://" not in url:
-        return out
+        return []
     rest = url.split("://", 1)[1]
+    out = _query_secrets(rest)
     at = rest.rfind("@")
     if at >= 0 and ":" in rest[:at]:
         out.append(rest[:at].split(":", 1)[1])
-        rest = rest[at:]
-    q = rest.find("?")
-    if q >= 0:
-        for part in re.split(r"[&;]", rest[q + 1:]):
-            k, sep, v = part.partition("=")
-            if sep and v and _SECRET_KEYS.match(k.strip()):
-                out.append(v)
-    return [s for s in out if s]
+        out += _query_secrets(rest[at:])
+    return [x for x in out if x]
 
 
 def mask_url(url: str | None) -> str:
     """The URL with any password (user info or password-like query parameter) replaced by ``***``
-    (safe to print or log)."""
+    (safe to print or log; an ambiguous URL is masked under every reading)."""
     if not url:
         return "(default)"
     if "://" not in url:
         return url
     scheme, rest = url.split("://", 1)
+    query_secrets = _query_secrets(rest)
     at = rest.rfind("@")  # the last '@': a raw '@', '/' or '?' in a password stays hidden
     if at >= 0 and ":" in rest[:at]:
         rest = rest[:at].split(":", 1)[0] + ":***" + rest[at:]
@@ -169,6 +177,8 @@ def mask_url(url: str | None) -> str:
             k, sep, v = part.partition("=")
             parts.append(f"{k}=***" if sep and v and _SECRET_KEYS.match(k.strip()) else part)
         rest = rest[:q + 1] + "".join(parts)
+    for secret in sorted(query_secrets, key=len, reverse=True):  # the other reading's secrets
+        rest = rest.replace(secret, "***")
     return f"{scheme}://{rest}"
 
 
