@@ -149,8 +149,10 @@ def speed(tmp: Path, trials: int, steps: int) -> float:
                    workload=f'models = ["qwen3.5-35b-a3b"]\nbatch = 128\ntrace = "synthetic"\n'
                             f'trace_steps = {steps}\n')
         t0 = time.perf_counter()
+        # a cold trace cache for each run: both pay one trace generation (jobs 2: in the driver)
+        env = {**os.environ, "DSE_CACHE_DIR": str(tmp / f"cache{jobs}")}
         r = subprocess.run([sys.executable, "-m", "dse", "run", str(p), "--jobs", str(jobs), "--json"],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, env=env)
         times[jobs] = time.perf_counter() - t0
         if r.returncode:
             raise SystemExit(f"dse run failed: {r.stderr.strip()}")

@@ -162,6 +162,20 @@ def workload(point, model) -> Workload:
     return _remember(_WORKLOADS, key, w, MAX_WORKLOADS)
 
 
+def warm(point) -> None:
+    """Generate (or load) the synthetic traces a design point will schedule, filling the in-process
+    and on-disk caches: the DSE driver calls it before fanning out, so its worker processes load
+    the traces instead of each generating them."""
+    if point.trace != "synthetic":
+        return
+    from dse.workload import synth
+    from dse.workload.catalog import get_model
+    model = get_model(point.model)
+    synth.cached(model.name, point.run_batch, point.trace_steps, point.trace_seed, "auto", 0)
+    if point.profile_steps:
+        synth.cached(model.name, point.run_batch, point.profile_steps, profile_seed(point.trace_seed), "auto", 0)
+
+
 def placement_for(wl: Workload, dom: pl.Domain, policy: str) -> np.ndarray:
     key = (wl.key, dom, policy)
     hit = _PLACEMENTS.get(key)

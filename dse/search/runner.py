@@ -318,6 +318,8 @@ def _run_study(cfg: StudyConfig, *, jobs: int, progress: bool, evaluator: Evalua
     summary = RunSummary(cfg.name, storage_label(cfg), target, complete, 0, 0, 0, feasible)
     bar = _progress(progress, target, complete, cfg.name)
     pool = _Pool(jobs)
+    if jobs != 1 and complete < target:
+        _warm_traces(cfg)
     batches = 0
     try:
         while complete < target and (max_batches is None or batches < max_batches):
@@ -485,6 +487,19 @@ def _progress(enabled: bool, total: int, initial: int, name: str):
         return None
     from tqdm import tqdm
     return tqdm(total=total, initial=initial, unit="trial", desc=name, dynamic_ncols=True, smoothing=0.1)
+
+
+def _warm_traces(cfg: StudyConfig) -> None:
+    """Generate the study's synthetic traces once in the driver (on-disk cache) so that the worker
+    processes load them instead of each generating the same trace."""
+    from dse.errors import DSEError
+    from dse.mapping.routing_stage import warm
+    from dse.spec import DesignPoint
+    for m in cfg.models:
+        try:
+            warm(DesignPoint.from_dict({**cfg.base, "model": m}))
+        except DSEError:
+            pass                      # an unusable workload surfaces, with its reason, per trial
 
 
 def _worker_init() -> None:

@@ -24,8 +24,12 @@ same trace, bit for bit.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import math
+import os
 import zlib
+from pathlib import Path
 from statistics import NormalDist
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Iterator
@@ -227,16 +231,88 @@ def default_profile(model) -> str | None:
     return profiles.for_model(model)
 
 
+# -- on-disk cache of generated traces ------------------------------------------------------------
+# Generating a trace costs seconds (64 steps of the default model: ~2 s; 1024 steps: ~30 s), and
+# every DSE worker process would repeat it. Generated ids are therefore kept as .npy files (read
+# back memory-mapped, so worker processes share the pages) under $DSE_CACHE_DIR (default
+# $XDG_CACHE_HOME/rexpert-dse or ~/.cache/rexpert-dse; DSE_CACHE_DIR=off disables it). The key
+# covers everything the ids depend on (model shape, batch, steps, seed, profile, the calibration
+# table, the package and NumPy versions), so a hit is bit-identical to a fresh generation.
+CACHE_FORMAT = 1
+
+
+def cache_dir() -> Path | None:
+    env = os.environ.get("DSE_CACHE_DIR")
+    if env is not None and env.strip().lower() in ("", "off", "0", "none"):
+        return None
+    if env:
+        return Path(env) / "traces"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "rexpert-dse" / "traces"
+
+
+def _cache_key(model, batch: int, steps: int, seed: int, prof: str | None) -> str:
+    from dse import __version__
+    from dse.data import path as data_path
+    h = hashlib.sha256()
+    for part in (CACHE_FORMAT, __version__, np.__version__, model.name, model.experts, model.top_k,
+                 model.moe_layers, batch, steps, seed, prof):
+        h.update(repr(part).encode() + b"\0")
+    h.update(data_path("profiles", "synth.toml").read_bytes())
+    return h.hexdigest()[:32]
+
+
+def _load_cached(file: Path, meta_file: Path, shape: tuple[int, ...]) -> Trace | None:
+    try:
+        ids = np.load(file, mmap_mode="r", allow_pickle=False)
+        meta = TraceMeta(**json.loads(meta_file.read_text()))
+    except (OSError, ValueError, TypeError, json.JSONDecodeError):
+        return None
+    if ids.shape != shape or ids.dtype.kind not in "ui":
+        return None
+    return Trace(meta, ids)
+
+
+def _store(file: Path, meta_file: Path, tr: Trace) -> None:
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            np.save(fh, np.ascontiguousarray(tr.experts), allow_pickle=False)
+        mtmp = meta_file.with_name(f".{meta_file.name}.{os.getpid()}.tmp")
+        mtmp.write_text(json.dumps(asdict(tr.meta)))
+        os.replace(mtmp, meta_file)
+        os.replace(tmp, file)            # the ids last: a visible .npy always has its metadata
+    except OSError:
+        pass                             # a read-only or full cache is only slower, never wrong
+
+
+def generate_cached(model, batch: int, steps: int, seed: int, prof: str | None) -> Trace:
+    """``generate`` through the on-disk cache (see ``cache_dir``)."""
+    d = cache_dir()
+    if d is None:
+        return generate(model, batch, steps, seed, None, prof)
+    key = _cache_key(model, batch, steps, seed, prof)
+    file, meta_file = d / f"{key}.npy", d / f"{key}.json"
+    hit = _load_cached(file, meta_file, (steps, model.moe_layers, batch, model.top_k))
+    if hit is not None:
+        return hit
+    tr = generate(model, batch, steps, seed, None, prof)
+    _store(file, meta_file, tr)
+    return tr
+
+
 @functools.lru_cache(maxsize=8)
 def cached(model_name: str, batch: int, steps: int, seed: int, profile: str | None = "auto",
            profile_steps: int = 0) -> tuple[Trace, Trace | None]:
     """(measured window, profiling window) of the default synthetic trace, generated once per
-    process for each (model, B, steps, seed, profile, profiling steps). The profiling window is
-    the ``profile_steps`` decode steps generated right before the measured window."""
+    process (and once per machine, through the on-disk cache) for each (model, B, steps, seed,
+    profile, profiling steps). The profiling window is the ``profile_steps`` decode steps
+    generated right before the measured window."""
     from dse.workload.catalog import get_model
     model = get_model(model_name)
     prof = default_profile(model) if profile == "auto" else profile
-    tr = generate(model, batch, profile_steps + steps, seed, None, prof)
+    tr = generate_cached(model, batch, profile_steps + steps, seed, prof)
     if profile_steps:
         return tr.window(profile_steps), tr.window(0, profile_steps)
     return tr, None
