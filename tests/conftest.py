@@ -38,3 +38,16 @@ def postgres_url() -> str:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     finally:
         engine.dispose()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _hermetic_trace_cache(tmp_path_factory):
+    """Synthetic-trace disk cache in a per-session temp dir (never the user's ~/.cache);
+    subprocesses inherit it through the environment."""
+    old = os.environ.get("DSE_CACHE_DIR")
+    os.environ["DSE_CACHE_DIR"] = str(tmp_path_factory.mktemp("dse-cache"))
+    yield
+    if old is None:
+        os.environ.pop("DSE_CACHE_DIR", None)
+    else:
+        os.environ["DSE_CACHE_DIR"] = old
