@@ -11,6 +11,8 @@ Published: 16 x 20 = 320 units; side 4 -> 20 cores on a 4 x 5 NoC; 1.25 GiB, 16.
 """
 from __future__ import annotations
 
+import functools
+
 import math
 
 
@@ -117,6 +119,24 @@ def experts_per_token_on_die(experts_per_token: float, experts_per_layer: int, u
     return experts_per_token * min(1.0, units_per_die / experts_per_layer)
 
 
+@functools.lru_cache(maxsize=1024)
+def downstream_shares(cores: tuple[tuple[int, int, int, int], ...],
+                      ports: tuple[tuple[int, int], ...]) -> tuple[tuple[tuple[Link, float], ...], ...]:
+    """Per IO port: every directed link of the XY routes from the port to the cores, with the
+    share f (<= 1) of the die's units beyond it. Geometry only, so it is cached (the DSE asks for
+    the same floorplans over and over)."""
+    total_units = sum(w * h for _, _, w, h in cores)
+    out = []
+    for port in ports:
+        down: dict[Link, float] = {}
+        if total_units:
+            for gx, gy, w, h in cores:
+                for link in xy_route(port, (gx, gy)):
+                    down[link] = down.get(link, 0.0) + w * h / total_units
+        out.append(tuple((link, min(1.0, f)) for link, f in down.items()))
+    return tuple(out)
+
+
 def die_noc_link_loads(cores: list[tuple[int, int, int, int]], ports: list[tuple[int, int]],
                        tokens: float, k_die: float, hidden: int, act_bytes: float, psum_bytes: float,
                        reduction_order: str) -> dict[Link, float]:
@@ -133,18 +153,12 @@ def die_noc_link_loads(cores: list[tuple[int, int, int, int]], ports: list[tuple
     A link lies on a token's tree with probability 1 - (1 - f)^k_die, f = share of the die's
     units beyond the link (the cores whose XY route from the port uses it); it carries k_die x f
     partials on average without combining."""
-    total_units = sum(w * h for _, _, w, h in cores)
     loads: dict[Link, float] = {}
-    if not ports or total_units == 0 or tokens <= 0:
+    if not ports or tokens <= 0:
         return loads
     per_port = tokens / len(ports)
-    for port in ports:
-        down: dict[Link, float] = {}
-        for gx, gy, w, h in cores:
-            for link in xy_route(port, (gx, gy)):
-                down[link] = down.get(link, 0.0) + w * h / total_units
-        for (a, b), f in down.items():
-            f = min(1.0, f)
+    for down in downstream_shares(tuple(cores), tuple(ports)):
+        for (a, b), f in down:
             p_tree = 1.0 - (1.0 - f) ** k_die if k_die > 0 else 0.0
             partials = p_tree if reduction_order == "ep_first" else k_die * f
             key = (a, b) if a <= b else (b, a)
