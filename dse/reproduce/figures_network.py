@@ -42,11 +42,14 @@ figure("communication.unit_io_demand_gbps",
 figure("communication.core_mesh_provision_gbps_per_core",
        note="core_side bisection links x 64 GB/s")(lambda: m()["core_mesh_provision_gbps"])
 figure("communication.core_mesh_p99_gbps_35b",
-       note="p99 concurrent multicast streams x 51.2 GB/s; trace-driven when the scheduler ran, else the "
-            "closed-form share C.core_mesh_p99_streams_per_unit, which is calibrated to this entry")(
+       note="p99 concurrent multicast streams (scheduler, synthetic trace) x 51.2 GB/s: 5 streams vs the "
+            "study's 4; LPT placed from a separate profiling run leaves more hot experts sharing a core (the "
+            "closed-form fallback C.core_mesh_p99_streams_per_unit, used only without a trace, is calibrated "
+            "to this entry)")(
     lambda: side(4)["core_mesh_p99_gbps"])
 figure("communication.core_mesh_peak_gbps_35b",
-       note="peak concurrent streams x 51.2 GB/s (closed-form fallback calibrated to this entry)")(
+       note="peak concurrent streams (scheduler, synthetic trace) x 51.2 GB/s (the closed-form fallback, "
+            "used only without a trace, is calibrated to this entry)")(
     lambda: side(4)["core_mesh_peak_gbps"])
 figure("communication.unicast_source_port_factor")(lambda: m()["unicast_source_port_factor"])
 figure("communication.unicast_traffic_factor",
