@@ -24,6 +24,24 @@ class TraceError(DSEError):
     """Bad routing trace or router dump."""
 
 
+def suggest(key: str, allowed) -> str:
+    """``; did you mean 'x'?`` for the closest allowed name, or nothing."""
+    import difflib
+    close = difflib.get_close_matches(key, list(allowed), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def check_top_level(data, allowed: tuple[str, ...], source: str) -> str:
+    """Reject unknown top-level keys of an input file; return its optional ``description``."""
+    for k in data:
+        if k not in allowed:
+            raise ConfigError(f"{source}: {k}: unknown key (allowed: {', '.join(allowed)}){suggest(k, allowed)}")
+    desc = data.get("description", "")
+    if not isinstance(desc, str):
+        raise ConfigError(f"{source}: description: must be a string")
+    return desc
+
+
 def where(source: str | None, key: str) -> str:
     """Format the location of a value: ``file.toml: hardware.core_side``."""
     return f"{source}: {key}" if source else key

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from dse.model.evaluate import evaluate
-from dse.report import dumps, fmt, table
+from dse.report import dumps, table
 from dse.spec import DesignPoint
 
 # Metric groups of the readable table, in reading order (other metrics follow under "more").

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
-from dse.report import dumps, fmt, table
+from dse.report import dumps, table
 from dse.reproduce import reproduce
 from dse.reproduce.registry import TOLERANCE
 

@@ -22,13 +22,12 @@ whose metric is missing (the design cannot be mapped) scores the worst possible 
 """
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from dse.errors import ConfigError
+from dse.errors import ConfigError, check_top_level, suggest as _suggest
 from dse.spec.design import read_toml
 
 DIRECTIONS = ("minimize", "maximize")
@@ -190,12 +189,7 @@ def load_objectives(path: str | Path) -> ObjectiveSet:
 
 
 def objectives_from_dict(data: Mapping[str, Any], source: str = "objectives") -> ObjectiveSet:
-    for k in data:
-        if k not in TOP_KEYS:
-            raise ConfigError(f"{source}: {k}: unknown key (allowed: {', '.join(TOP_KEYS)}){_suggest(k, TOP_KEYS)}")
-    desc = data.get("description", "")
-    if not isinstance(desc, str):
-        raise ConfigError(f"{source}: description: must be a string")
+    desc = check_top_level(data, TOP_KEYS, source)
     objs = data.get("objectives")
     if not isinstance(objs, list) or not objs or not all(isinstance(o, Mapping) for o in objs):
         raise ConfigError(f"{source}: objectives: missing or empty; expected [[objectives]] tables with "
@@ -270,6 +264,3 @@ def _check_metric(source: str, key: str, metric: str, known: set[str], numeric: 
         raise ConfigError(f"{source}: {key} = {metric!r}: not a numeric metric")
 
 
-def _suggest(key: str, allowed: Iterable[str]) -> str:
-    close = difflib.get_close_matches(key, list(allowed), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""

@@ -24,13 +24,12 @@ checked when evaluated. Errors name the file, the key path and what is allowed.
 from __future__ import annotations
 
 import ast
-import difflib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from dse.errors import ConfigError
+from dse.errors import ConfigError, check_top_level, suggest as _suggest
 from dse.search import expr
 from dse.spec.design import read_toml
 from dse.spec.params import BY_NAME, Param, coerce, names
@@ -241,12 +240,7 @@ def load_space(path: str | Path) -> Space:
 
 
 def space_from_dict(data: Mapping[str, Any], source: str = "space") -> Space:
-    for k in data:
-        if k not in TOP_KEYS:
-            raise ConfigError(f"{source}: {k}: unknown key (allowed: {', '.join(TOP_KEYS)}){_suggest(k, TOP_KEYS)}")
-    desc = data.get("description", "")
-    if not isinstance(desc, str):
-        raise ConfigError(f"{source}: description: must be a string")
+    desc = check_top_level(data, TOP_KEYS, source)
     params = data.get("params")
     if not isinstance(params, Mapping) or not params:
         raise ConfigError(f"{source}: params: missing or empty; expected a table of knobs, e.g. "
@@ -390,7 +384,4 @@ def _when(spec: Any, source: str, key: str, earlier: list[str]) -> tuple[tuple[s
     return tuple(out)
 
 
-def _suggest(key: str, allowed) -> str:
-    close = difflib.get_close_matches(key, list(allowed), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
 

@@ -30,7 +30,6 @@ name carries them (``quickstart[model=glm-5.2,seed=3]``), so ``dse run``, ``dse 
 """
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import math
@@ -40,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from dse.errors import ConfigError
+from dse.errors import ConfigError, suggest as _suggest
 from dse.search.objectives import ObjectiveSet, load_objectives, objectives_from_dict
 from dse.search.space import Space, load_space, space_from_dict
 from dse.spec import DesignPoint
@@ -342,6 +341,3 @@ def _setting(v: Any, kind: str, lo: float, hi: float, src: str, key: str) -> Any
     return float(v)
 
 
-def _suggest(key: str, allowed) -> str:
-    close = difflib.get_close_matches(key, list(allowed), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""

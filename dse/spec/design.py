@@ -7,13 +7,12 @@ from a TOML file, or with ``--set KEY=VALUE`` overrides; every value is checked 
 """
 from __future__ import annotations
 
-import difflib
 import tomllib
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from dse.errors import ConfigError, where
+from dse.errors import ConfigError, suggest as _suggest, where
 from dse.spec.params import BY_NAME, PARAMS, PARTS, coerce, names, show_value
 
 # Sections a design file may carry besides the three parts: written by `dse export`,
@@ -189,9 +188,6 @@ def _key(key: Any) -> str:
     return show_value(key, 40)[1:-1] if isinstance(key, str) and len(key) > 40 else str(key)
 
 
-def _suggest(key: str, allowed: list[str]) -> str:
-    close = difflib.get_close_matches(key, allowed, n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _flatten(data: Mapping[str, Any], source: str | None):
