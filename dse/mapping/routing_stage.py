@@ -32,7 +32,6 @@ from dse.constants import C
 from dse.errors import TraceError
 from dse.mapping import placement as pl
 from dse.mapping.scheduler import Scheduler
-import dse.model.stages  # noqa: F401  (registers the closed-form stages first: ours replaces "routing")
 from dse.model.evaluate import Context, guarantee, stage
 from dse.workload.trace import TraceFile, TraceMeta, check_model, is_dump, load_cached, loads
 from dse.workload.union import union_closed_form

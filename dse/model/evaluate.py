@@ -54,7 +54,7 @@ _STAGES: dict[str, _Stage] = {}
 # Modules that register stages; imported lazily on the first evaluation.
 STAGE_MODULES = (
     "dse.model.stages",
-    "dse.mapping.routing_stage",     # replaces the closed-form routing stage (trace-driven)
+    "dse.mapping.routing_stage",     # U(B): catalog closed form or trace-driven scheduling
     "dse.model.network_stage",
 )
 

@@ -1,5 +1,6 @@
-"""Closed-form pipeline stages: structure (10), routing (20), performance (30).
-(Communication, area / power and cost: `dse.model.network_stage`.)
+"""Closed-form pipeline stages: structure (10), performance (30).
+(Routing, closed-form or trace-driven: `dse.mapping.routing_stage`; communication, area / power
+and cost: `dse.model.network_stage`.)
 
 Each stage only wires design-point knobs into the pure functions of the level modules; the
 physics is in `dse.hardware.*`, `dse.mapping.sharding` and `dse.model.{latency,energy,...}`.
@@ -14,7 +15,6 @@ from dse.mapping import sharding
 from dse.model import balance, baselines, energy, latency, serving
 from dse.model.evaluate import Context, stage
 from dse.workload.catalog import get_gpu, get_model, gpus
-from dse.workload.union import union_closed_form
 
 GIB = 1 << 30
 
@@ -68,15 +68,6 @@ def structure(ctx: Context) -> dict[str, Any]:
     )
     ctx.extra["dies"] = dies
     return m
-
-
-@stage("routing", 20)
-def routing(ctx: Context) -> dict[str, Any]:
-    """Closed-form U(B) from the catalog; the trace-driven routing stage replaces this one."""
-    p, model = ctx.point, ctx.extra["model"]
-    u, src = union_closed_form(model, p.run_batch)
-    ctx.extra["union"] = u
-    return {"union_experts": u, "union_source": src}
 
 
 @stage("performance", 30)
