@@ -68,7 +68,7 @@ def test_reproduce_exits_zero_when_exact_entries_pass(capsys):
 
 def test_reproduce_json_lists_unmodelled_entries(capsys):
     rc, out, _ = run_cli(capsys, "reproduce", "--json")
-    rows = json.loads(out)
+    rows = json.loads(out)["rows"]
     keys = {r["key"] for r in rows}
     assert "hierarchy.pool_dies_35b" in keys
     # every published number appears exactly once, modelled or not
@@ -79,7 +79,8 @@ def test_reproduce_json_lists_unmodelled_entries(capsys):
 def test_reproduce_fails_on_an_exact_miss(capsys, monkeypatch):
     from dse.reproduce import registry
     registry._load_modules()
-    monkeypatch.setitem(registry._FIGURES, "hierarchy.unit_gflops", (lambda: 409.6, ""))
+    monkeypatch.setitem(registry._FIGURES, "hierarchy.unit_gflops",
+                        registry.Figure(lambda: 409.6, "", "calibrated"))
     rc, out, _ = run_cli(capsys, "reproduce", "--only", "hierarchy")
     assert rc == 1 and "miss" in out
 

@@ -1,38 +1,45 @@
-"""`dse reproduce [--json] [--only SECTION] [--misses]`: published vs ours vs ratio."""
+"""`dse reproduce [--json] [--only SECTION] [--misses]`: published vs ours vs ratio, with evidence."""
 from __future__ import annotations
 
 import argparse
-from collections import Counter
 
 from dse.report import dumps, table
 from dse.reproduce import reproduce
-from dse.reproduce.registry import TOLERANCE
+from dse.reproduce.registry import EVIDENCE, TOLERANCE, summary
 
 
 def register(sub) -> None:
     p = sub.add_parser("reproduce", help="compare every published reference figure with the model",
                        description="Every entry of the reference study (dse/data/reference/rexpert-35b.toml): "
-                                   "published, ours, ratio, class, pass/miss. Exits 1 when an `exact` entry "
-                                   "misses by more than 1 %.")
-    p.add_argument("--json", action="store_true", help="rows as a JSON list")
+                                   "published (as written), ours, ratio, tolerance class, evidence class "
+                                   "(arithmetic | input | calibrated | predicted), pass/miss. Exits 1 when an "
+                                   "`exact` entry misses by more than 1 %.")
+    p.add_argument("--json", action="store_true", help="{summary, rows} as JSON")
     p.add_argument("--only", metavar="PREFIX", help="only entries whose key starts with PREFIX (e.g. latency_35b)")
-    p.add_argument("--misses", action="store_true", help="show only rows that do not pass")
+    p.add_argument("--misses", action="store_true",
+                   help="show only misses (and errors); a pass within published rounding is a pass")
     p.set_defaults(func=run)
+
+
+def summary_line(s: dict) -> str:
+    """One line: totals, then pass / miss per evidence class."""
+    tol = ", ".join(f"{k} {v:.0%}" for k, v in TOLERANCE.items())
+    per = "; ".join(f"{e} {s['by_evidence'][e]['pass']} pass / {s['by_evidence'][e]['miss']} miss" for e in EVIDENCE)
+    return (f"{s['figures']} figures: {s['pass'] + s['rounding']} pass ({s['rounding']} within published "
+            f"rounding), {s['miss']} miss, {s['not modelled']} not modelled, {s['error']} error; by evidence: "
+            f"{per} (tolerance: {tol}); exact misses: {s['exact_misses']}")
 
 
 def run(args: argparse.Namespace) -> int:
     rows = reproduce(args.only)
-    exact_miss = [r for r in rows if r.cls == "exact" and r.status in ("miss", "error")]
+    s = summary(rows)
     if args.json:
-        print(dumps([r.to_dict() for r in rows]))
+        print(dumps({"summary": s, "rows": [r.to_dict() for r in rows]}))
     else:
-        shown = [r for r in rows if not args.misses or r.status not in ("pass", "rounding")]
-        print(table([(r.key, r.published, r.ours, None if r.ratio is None else f"{r.ratio:.3f}", r.cls,
-                      r.status, r.note) for r in shown],
-                    ["entry", "published", "ours", "ratio", "class", "status", "note"], align="lrrrlll"))
-        c = Counter(r.status for r in rows)
-        tol = ", ".join(f"{k} {v:.0%}" for k, v in TOLERANCE.items())
-        print(f"\n{len(rows)} figures: {c['pass']} pass, {c['rounding']} pass within published rounding, "
-              f"{c['miss']} miss, {c['not modelled']} not modelled, {c['error']} error "
-              f"(tolerance: {tol}); exact misses: {len(exact_miss)}")
-    return 1 if exact_miss else 0
+        shown = [r for r in rows if not args.misses or r.status in ("miss", "error")]
+        print(table([(r.key, r.published_text, r.ours, None if r.ratio is None else f"{r.ratio:.3f}", r.cls,
+                      r.evidence or "-", r.status, r.note) for r in shown],
+                    ["entry", "published", "ours", "ratio", "class", "evidence", "status", "note"],
+                    align="lrrrllll"))
+        print("\n" + summary_line(s))
+    return 1 if s["exact_misses"] else 0

@@ -38,10 +38,10 @@ def worked_example(pooling: str):
     return schedule(loads, dom, slot, tile_width=4, pooling=pooling)
 
 
-figure("worked_example.direct_rounds")(lambda: worked_example("direct").rounds_mean)
-figure("worked_example.direct_occupancy")(lambda: worked_example("direct").occupancy)
-figure("worked_example.broadcast_rounds")(lambda: worked_example("broadcast").rounds_mean)
-figure("worked_example.broadcast_occupancy")(lambda: worked_example("broadcast").occupancy)
+figure("worked_example.direct_rounds", "arithmetic")(lambda: worked_example("direct").rounds_mean)
+figure("worked_example.direct_occupancy", "arithmetic")(lambda: worked_example("direct").occupancy)
+figure("worked_example.broadcast_rounds", "arithmetic")(lambda: worked_example("broadcast").rounds_mean)
+figure("worked_example.broadcast_occupancy", "arithmetic")(lambda: worked_example("broadcast").occupancy)
 
 # ---- Table X: core pooling sweep, side 2 / 4 / 6 / 8 -------------------------------------------
 _BCAST_NOTE = ("J / (rounds x 320 PE tiles of the die: layer_layout = interleaved); LPT placed from an independent "
@@ -49,12 +49,13 @@ _BCAST_NOTE = ("J / (rounds x 320 PE tiles of the die: layer_layout = interleave
                "implies 256 (whole cores: core_remainder = idle gives ~0.68)")
 _DIRECT_NOTE = ("direct rounds = ceil(hottest / w) ~ 7.3 on our trace (hottest ~27 tokens = 6.77 x B k / E); the "
                 "study's 8.89 rounds need ~35 tokens, its occupancies imply ~7 rounds over 320 tiles")
-figure("pooling_35b.ideal_mfu", note="T / (w J) on the calibrated synthetic trace")(lambda: m()["ideal_mfu"])
-figure("pooling_35b.occupancy_bcast", note=_BCAST_NOTE)(
+figure("pooling_35b.ideal_mfu", "predicted", note="T / (w J) on the calibrated synthetic trace")(
+    lambda: m()["ideal_mfu"])
+figure("pooling_35b.occupancy_bcast", "predicted", note=_BCAST_NOTE)(
     lambda: [m(core_side=s)["occupancy"] for s in SIDES])
-figure("pooling_35b.occupancy_direct", note=_DIRECT_NOTE)(
+figure("pooling_35b.occupancy_direct", "predicted", note=_DIRECT_NOTE)(
     lambda: [m(core_side=s, pooling="direct")["occupancy"] for s in SIDES])
-figure("pooling_35b.actual_mfu", note="ideal x occupancy; " + _BCAST_NOTE)(
+figure("pooling_35b.actual_mfu", "predicted", note="ideal x occupancy; " + _BCAST_NOTE)(
     lambda: [m(core_side=s)["actual_mfu"] for s in SIDES])
 
 
@@ -64,23 +65,30 @@ def _ab(a: dict, b: dict) -> dict:
     return {k: [ma[k], mb[k]] for k in ("ideal_mfu", "occupancy", "actual_mfu", "rounds")}
 
 
-figure("ablations_35b.mask_w4_to_w1_b8", note="B = 8 trace from the B = 128 calibration (the study's B = 8 "
-       "capture is more skewed: gini 0.583)")(lambda: _ab({"batch": 8}, {"batch": 8, "tile_width": 1}))
-figure("ablations_35b.bcast_direct_to_bcast", note="direct rounds = ceil(hottest / w) = 7.3: the study's 8.89 "
-       "needs ~35 tokens on the hottest expert, its own hottest/mean 6.77 x B k / E gives ~27 (-18 %)")(
+figure("ablations_35b.mask_w4_to_w1_b8", {"*": "predicted", ".ideal_mfu[1]": "arithmetic"},
+       note="B = 8 trace from the B = 128 calibration (the study's B = 8 capture is more skewed: gini 0.583); "
+            "ideal MFU at w = 1 is 1 by definition (one token per job)")(
+    lambda: _ab({"batch": 8}, {"batch": 8, "tile_width": 1}))
+figure("ablations_35b.bcast_direct_to_bcast", "predicted",
+       note="direct rounds = ceil(hottest / w) = 7.3: the study's 8.89 needs ~35 tokens on the hottest expert, "
+            "its own hottest/mean 6.77 x B k / E gives ~27 (-18 %)")(
     lambda: _ab({"pooling": "direct"}, {}))
-figure("ablations_35b.place_lpt_to_coact", note="coactivation placement from the 16-step profiling window")(
+figure("ablations_35b.place_lpt_to_coact", "predicted",
+       note="coactivation placement from the 16-step profiling window")(
     lambda: _ab({}, {"placement": "coactivation"}))
-figure("ablations_35b.fetch_fifo_to_load_aware_g2", note="MISS: our 2 groups of 8 tiles pool locally, so G = 2 "
-       "barely changes FIFO (0.546); load-aware prefetch from the next queued steps fills the idle tiles of the "
-       "2-round quantisation (1.19 rounds, 0.92). The study's FIFO ideal MFU of 1.000 implies jobs filled across "
-       "steps, a fetch model the spec does not describe; ours keeps jobs per step (ideal MFU unchanged)")(
+figure("ablations_35b.fetch_fifo_to_load_aware_g2", "predicted",
+       note="MISS: our 2 groups of 8 tiles pool locally, so G = 2 leaves FIFO where G = 16 is (occupancy 0.54, "
+            "2.01 rounds); load-aware prefetch from the next queued steps fills the idle tiles of the 2-round "
+            "quantisation (1.60 rounds, 0.68). The study's FIFO ideal MFU of 1.000 (ours 0.733, a miss) implies "
+            "jobs filled across steps, a fetch model the spec does not describe; ours keeps jobs per step")(
     lambda: _ab({"pe_groups_per_core": 2}, {"pe_groups_per_core": 2, "fetch": "load_aware"}))
 
 # ---- Table VII: weight energy without pooling, B = 64 (one read-out per job) --------------------
-figure("energy_35b.no_pooling_mb_per_token", note="jobs per layer measured on the B = 64 synthetic trace")(
+_NOPOOL_NOTE = ("jobs per layer measured on the B = 64 synthetic trace, whose generator is fitted to the "
+                "catalog's jobs_per_layer_b64 = 213.5, the number these two figures are made of")
+figure("energy_35b.no_pooling_mb_per_token", "calibrated", note=_NOPOOL_NOTE)(
     lambda: m(batch=64)["no_pooling_weight_mb_per_token"])
-figure("energy_35b.no_pooling_uj_per_token", note="jobs per layer measured on the B = 64 synthetic trace")(
+figure("energy_35b.no_pooling_uj_per_token", "calibrated", note=_NOPOOL_NOTE)(
     lambda: m(batch=64)["no_pooling_weight_energy_uj_per_token"])
 
 # communication.core_mesh_{p99,peak}_gbps_35b are registered by figures_network.py from our
