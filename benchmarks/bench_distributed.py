@@ -25,23 +25,8 @@ import time
 import uuid
 from pathlib import Path
 
-SPACE = """
-[params]
-array_depth = { type = "categorical", choices = ["16K", "20K", "24K", "28K", "32K"] }
-tile_width = { type = "categorical", choices = [1, 2, 4, 8] }
-core_mesh_link_bits = { type = "int", low = 256, high = 1024, step = 128 }
-macro_mhz = { type = "float", low = 100, high = 300 }
-noc_ghz = { type = "float", low = 0.5, high = 2.0 }
-"""
-OBJECTIVES = """
-[[objectives]]
-metric = "ffn_latency_us_per_token"
-direction = "minimize"
-
-[[objectives]]
-metric = "pool_power_w"
-direction = "minimize"
-"""
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the checkout: tests.fixtures
+from tests.fixtures import LATENCY_POWER_UNCONSTRAINED_OBJECTIVES, SILICON_CONTINUOUS_SPACE, write_study  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -140,12 +125,9 @@ def main() -> int:
     from dse.search.storage import mask_url
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        (tmp / "space.toml").write_text(SPACE)
-        (tmp / "objectives.toml").write_text(OBJECTIVES)
-        study = tmp / "bench.toml"
-        study.write_text(f'[study]\nname = "bench"\nspace = "space.toml"\nobjectives = "objectives.toml"\n'
-                         f'trials = {args.trials}\nseed = 0\nbatch = 8\n[sampler]\nname = "random"\n'
-                         f'[workload]\nmodels = ["qwen3.5-35b-a3b"]\ntrace = "{args.trace}"\n')
+        study = write_study(tmp, space=SILICON_CONTINUOUS_SPACE, objectives=LATENCY_POWER_UNCONSTRAINED_OBJECTIVES,
+                            file="bench.toml", name="bench", trials=args.trials, seed=0, batch=8, sampler="random",
+                            workload=f'models = ["qwen3.5-35b-a3b"]\ntrace = "{args.trace}"')
         server = contextlib.nullcontext(args.url) if args.url else temp_postgres()
         with server as admin:
             print(f"PostgreSQL: {mask_url(admin)}{'' if args.url else ' (temporary server)'}; "

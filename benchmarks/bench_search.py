@@ -22,58 +22,25 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the checkout: tests.fixtures
+from tests.fixtures import (LATENCY_POWER_OBJECTIVES as QUALITY_OBJ, MFU_LATENCY_OBJECTIVES as SPEED_OBJ,  # noqa: E402
+                            SCHEDULING_SPACE as SPEED_SPACE, SILICON700_SPACE as QUALITY_SPACE, write_study)
+
 TARGET_HV = 0.98
 TARGET_SPEEDUP = 1.7
-
-QUALITY_SPACE = """
-[params]
-array_depth = { type = "categorical", choices = ["16K", "20K", "24K", "28K", "32K"] }
-tile_width = { type = "categorical", choices = [1, 2, 4, 8] }
-core_mesh_link_bits = { type = "int", low = 256, high = 1024, step = 128 }
-macro_mhz = { type = "float", low = 100, high = 300, step = 50 }
-"""
-QUALITY_OBJ = """
-[[objectives]]
-metric = "ffn_latency_us_per_token"
-[[objectives]]
-metric = "pool_power_w"
-[[constraints]]
-metric = "die_area_mm2"
-le = "die_area_budget_mm2"
-"""
-SPEED_SPACE = """
-[params]
-core_side = { type = "int", low = 1, high = 8 }
-tile_width = { type = "categorical", choices = [1, 2, 4, 8] }
-placement = { type = "categorical", choices = ["contiguous", "lpt", "coactivation"] }
-pooling = { type = "categorical", choices = ["direct", "broadcast"] }
-fetch = { type = "categorical", choices = ["fifo", "load_aware"] }
-"""
-SPEED_OBJ = """
-[[objectives]]
-metric = "effective_mfu"
-direction = "maximize"
-[[objectives]]
-metric = "ffn_latency_us_per_token"
-"""
 
 
 def _study(d: Path, space: str, obj: str, sampler: str, trials: int, seed: int, batch: int,
            workload: str = "", settings: str = "") -> Path:
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "space.toml").write_text(space)
-    (d / "obj.toml").write_text(obj)
-    p = d / "study.toml"
-    p.write_text(f'[study]\nname = "{sampler}-{seed}"\nspace = "space.toml"\nobjectives = "obj.toml"\n'
-                 f'trials = {trials}\nseed = {seed}\nbatch = {batch}\n'
-                 f'[sampler]\nname = "{sampler}"\n{settings}\n[workload]\n{workload}\n')
-    return p
+    return write_study(d, space=space, objectives=obj, name=f"{sampler}-{seed}", trials=trials, seed=seed,
+                       batch=batch, sampler=sampler, sampler_settings=settings, workload=workload)
 
 
 def quality(tmp: Path, seeds: int, budget: float, batch: int = 10, pop: int = 10,

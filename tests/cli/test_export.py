@@ -1,54 +1,16 @@
-"""The CLI round trip on the real model: run -> front (table, CSV, JSON) -> export -> evaluate
-gives identical metrics; trials table; plots; seeded exports are byte-identical."""
+"""`dse front` / `dse export`: the CLI round trip on the real model: run -> front (table, CSV, JSON) -> export -> evaluate
+gives identical metrics; trials table; seeded exports are byte-identical."""
 from __future__ import annotations
 
 import csv
 import io
 import json
-import subprocess
-import sys
 import tomllib
-from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from dse.spec import DesignPoint
-
-SPACE = """
-[params]
-array_depth = { type = "categorical", choices = ["16K", "24K", "32K", "40K"] }
-tile_width = { type = "categorical", choices = [1, 2, 4] }
-core_mesh_link_bits = { type = "int", low = 256, high = 768, step = 256 }
-"""
-OBJ = """
-[[objectives]]
-metric = "ffn_latency_us_per_token"
-[[objectives]]
-metric = "pool_power_w"
-[[constraints]]
-metric = "die_area_mm2"
-le = "die_area_budget_mm2"
-"""
-
-
-def dse(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dse", *args], capture_output=True, text=True, cwd=cwd)
-
-
-@pytest.fixture(scope="module")
-def study(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("exp")
-    (d / "space.toml").write_text(SPACE)
-    (d / "obj.toml").write_text(OBJ)
-    p = d / "st.toml"
-    p.write_text('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\ntrials = 24\nbatch = 8\nseed = 1\n'
-                 '[sampler]\nname = "nsga2"\npopulation_size = 8\n')
-    r = dse("run", str(p), "--jobs", "2", cwd=d.parent)
-    assert r.returncode == 0, r.stderr
-    assert "study st: 24/24 trials finished" in r.stdout
-    assert (d / "results" / "st.db").exists()                 # beside the study file, not in the cwd
-    return p
+from tests.fixtures import run_dse as dse
 
 
 def test_front_json_and_csv(study):
@@ -121,11 +83,3 @@ def test_export_all_trials_table(study, tmp_path):
         assert {"p.array_depth", "o.pool_power_w", "m.t_layer_us", "feasible", "reason"} <= set(df.columns)
         infeasible = df[~df["feasible"].astype(bool)]
         assert (infeasible["reason"].str.len() > 0).all()
-
-
-def test_plot_writes_images(study, tmp_path):
-    r = dse("plot", str(study), "-o", str(tmp_path), "--format", "png", "--format", "svg")
-    assert r.returncode == 0, r.stderr
-    files = sorted(p.name for p in tmp_path.iterdir())
-    assert files == ["st-front.png", "st-front.svg", "st-parallel.png", "st-parallel.svg"]
-    assert (tmp_path / "st-front.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

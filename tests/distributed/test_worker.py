@@ -19,50 +19,9 @@ from pathlib import Path
 import pytest
 
 from dse.search.study import load_study
+from tests.fixtures import write_distributed_study as write_study
 
 pytestmark = pytest.mark.slow
-
-# 5 x 4 x 3 x 5 = 300 distinct designs (a finite grid: its Pareto front is a property of the space).
-SPACE = """
-[params]
-array_depth = { type = "categorical", choices = ["16K", "20K", "24K", "28K", "32K"] }
-tile_width = { type = "categorical", choices = [1, 2, 4, 8] }
-core_mesh_link_bits = { type = "int", low = 256, high = 768, step = 256 }
-macro_mhz = { type = "float", low = 100, high = 300, step = 50 }
-"""
-OBJECTIVES = """
-[[objectives]]
-metric = "ffn_latency_us_per_token"
-direction = "minimize"
-
-[[objectives]]
-metric = "pool_power_w"
-direction = "minimize"
-
-[[constraints]]
-metric = "die_area_mm2"
-le = "die_area_budget_mm2"
-"""
-
-
-def write_study(tmp: Path, *, sampler: str = "grid", trials: int = 300, batch: int = 8, name: str = "dist") -> Path:
-    (tmp / "space.toml").write_text(SPACE)
-    (tmp / "objectives.toml").write_text(OBJECTIVES)
-    f = tmp / f"{name}.toml"
-    f.write_text(f"""
-[study]
-name = "{name}"
-space = "space.toml"
-objectives = "objectives.toml"
-trials = {trials}
-seed = 7
-batch = {batch}
-[sampler]
-name = "{sampler}"
-[workload]
-models = ["qwen3.5-35b-a3b"]
-""")
-    return f
 
 
 def dse(*argv: str, **kw) -> subprocess.Popen:

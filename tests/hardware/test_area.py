@@ -1,26 +1,13 @@
-"""Network silicon (DSENT-style), die area closure, die / pool power and cost (issue 4)."""
+"""Network silicon (DSENT-style router and link area), mesh floorplan and the die area closure."""
 from __future__ import annotations
 
 import pytest
 
 from dse.constants import C
-from dse.data import load_toml
-from dse.hardware import cost, die, network
+from dse.hardware import die, network
 from dse.model.evaluate import evaluate
-from dse.reproduce.registry import judge
 from dse.spec import DesignPoint
-
-REF = load_toml("reference", "rexpert-35b.toml")
-
-
-def check(section: str, key: str, ours: float) -> None:
-    e = REF[section][key]
-    _, status = judge(float(e["value"]), float(ours), e["cls"])
-    assert status in ("pass", "rounding"), f"{section}.{key}: published {e['value']}, ours {ours} ({status})"
-
-
-def metrics(**knobs):
-    return evaluate(DesignPoint.from_dict({"trace": "catalog", **knobs})).metrics
+from tests.reference import check, metrics
 
 
 # ---- routers and links ------------------------------------------------------------------------
@@ -73,39 +60,3 @@ def test_over_budget_is_infeasible_with_reason():
     assert r.metrics["usd_per_mtok"] is None       # the cost stage needs a feasible design
     r64 = evaluate(DesignPoint.from_dict({"trace": "catalog", "array_depth": "64K"}))
     assert not r64.feasible and "die area" in r64.reason     # twice the ReRAM does not fit 20 x 20 mm
-
-
-def test_power_follows_activity():
-    m = metrics()
-    check("area_power", "reram_power_w", m["reram_power_w"])
-    check("area_power", "pe_power_w", m["pe_power_w"])
-    assert m["power_activity_mfu"] == C.reference_pe_mfu and m["power_read_activity"] == 1.0
-    # more multicast traffic (narrower cores -> none; wider -> more streams) costs core-mesh power
-    assert metrics(core_side=8)["core_mesh_power_w"] > m["core_mesh_power_w"]
-    # D2D / IO power follows the provisioned UCIe bandwidth
-    assert metrics(d2d_gbps_per_die=192)["d2d_io_power_w"] == pytest.approx(
-        m["d2d_io_power_w"] * (192 + 34) / (96 + 34))
-    assert m["pool_power_w"] == pytest.approx(m["dies"] * m["die_power_w"])
-
-
-# ---- cost -------------------------------------------------------------------------------------
-def test_dies_per_wafer_and_yield_hand_values():
-    # d = 300 - 2 x 3 mm, A = 20.1^2 mm2: pi d^2 / 4A - pi d / sqrt(2A) = 135.5
-    assert cost.gross_dies_per_wafer(20, 20) == 135
-    assert cost.murphy_yield(400, 0.1) == pytest.approx(0.679305, rel=1e-5)
-    assert cost.murphy_yield(400, 0.0) == 1.0
-    assert cost.die_cost_usd(20, 20) == pytest.approx(C.wafer_price_usd / (135 * 0.6793054502871436))
-    assert cost.gross_dies_per_wafer(10, 10) > 4 * cost.gross_dies_per_wafer(20, 20) - 1
-
-
-def test_cost_per_million_tokens():
-    # 1 W forever, 1 us/token: energy = 1e-6 J/token; capex 0
-    assert cost.usd_per_mtok(0, 1.0, 1.0) == pytest.approx(1e6 * 1e-6 / 3.6e6 * C.electricity_usd_per_kwh)
-    years = C.amortisation_years * cost.SECONDS_PER_YEAR
-    assert cost.usd_per_mtok(1e6, 0, 1.0) == pytest.approx(1e6 * 1e6 / (years * 1e6))
-    m = metrics()
-    assert m["pool_cost_usd"] == pytest.approx(25 * m["die_cost_usd"] + 7 * C.package_cost_usd)
-    assert m["usd_per_mtok"] == pytest.approx(cost.usd_per_mtok(m["pool_cost_usd"], m["pool_power_w"],
-                                                                m["ffn_latency_us_per_token"]))
-    assert m["h20_usd_per_mtok"] == pytest.approx(cost.usd_per_mtok(
-        m["h20_dies_iso_compute"] * C.gpu_price_usd_h20, m["h20_pool_power_w_iso_compute"], m["h20_us_per_token"]))

@@ -1,8 +1,8 @@
-"""Per-level communication demand, provision and round stretch (issue 4).
+"""Per-level communication demand, provision and round stretch (unit, core mesh, die NoC, D2D,
+package and node).
 
 Golden numbers are hand computations written out in the test, the published reference figures
-(packaged copy, with their tolerance class) or a plain per-token Monte-Carlo oracle.
-"""
+(packaged copy, with their tolerance class) or a plain per-token Monte-Carlo oracle."""
 from __future__ import annotations
 
 import math
@@ -13,24 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dse.constants import C
-from dse.data import load_toml
 from dse.hardware import core, die, node, package, unit
 from dse.model.evaluate import evaluate
-from dse.reproduce.registry import judge
 from dse.spec import DesignPoint
-
-REF = load_toml("reference", "rexpert-35b.toml")
-
-
-def check(section: str, key: str, ours: float, index: int | None = None) -> None:
-    e = REF[section][key]
-    pub = e["value"] if index is None else e["value"][index]
-    _, status = judge(float(pub), float(ours), e["cls"])
-    assert status in ("pass", "rounding"), f"{section}.{key}: published {pub}, ours {ours} ({status})"
-
-
-def metrics(**knobs):
-    return evaluate(DesignPoint.from_dict({"trace": "catalog", **knobs})).metrics
+from tests.reference import REF, check, metrics
 
 
 # ---- unit ports ---------------------------------------------------------------------------------

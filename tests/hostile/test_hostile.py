@@ -8,13 +8,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "hostile"))
-
-from hostile_corpus import FOLDERS, HERE, all_cases, problems, run_case  # noqa: E402
+from tests.hostile.hostile_corpus import FOLDERS, HERE, all_cases, problems, run_case
 
 CASES = all_cases()
 
@@ -48,7 +45,7 @@ def test_expectations_cover_exactly_the_corpus():
 
 def test_problems_detects_a_bad_outcome():
     """The checker itself can fail: a traceback, a wrong status or a second line are all caught."""
-    from hostile_corpus import Case, Outcome
+    from tests.hostile.hostile_corpus import Case, Outcome
     case = Case("x", ("evaluate",), "design TOML", "x.toml", ("core_side",))
     assert problems(case, Outcome(2, "", "dse: error: x.toml: core_side = 0: bad\n")) == []
     assert problems(case, Outcome(1, "", "Traceback (most recent call last):\n  boom\n"))

@@ -1,11 +1,12 @@
-"""Layer layout (packed vs interleaved scheduling domain) and the independent profiling run."""
+"""Scheduling domains (geometry, partial / idle core remainders, packed vs interleaved layer
+layout) and the placement policies (contiguous, LPT, co-activation)."""
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
 from dse.mapping import placement as pl
-from dse.mapping.routing_stage import profile_seed, workload
 from dse.spec import DesignPoint
-from dse.workload import synth
-from dse.workload.catalog import get_model
 
 
 def test_packed_domain_holds_exactly_the_layer():
@@ -34,11 +35,60 @@ def test_layout_knob_changes_the_schedule_domain():
     assert a["jobs_per_layer"] == b["jobs_per_layer"]          # same trace, same jobs
 
 
-def test_profiling_run_is_independent_of_the_measured_requests():
-    assert profile_seed(0) != 0 and profile_seed(0) == profile_seed(0)
-    p = DesignPoint.from_dict({"trace_steps": 8, "profile_steps": 8})
-    wl = workload(p, get_model(p.model))
-    measured, _ = synth.cached(p.model, p.run_batch, 8, p.trace_seed, "auto", 0)
-    assert wl.profile_ids.shape == measured.experts.shape
-    # a different request stream: not the measured window, not a prefix of the same stream
-    assert (wl.profile_ids != measured.experts).mean() > 0.5
+
+# -- domain geometry ------------------------------------------------------------------------------
+def test_domain_side4_is_20_cores_of_16():
+    d = pl.domain(256, 4, 16)
+    assert (d.dies, d.n_cores, d.units, d.n_groups) == (1, 20, 320, 320)
+    assert set(d.core_units) == {16}
+
+
+def test_domain_partial_and_idle_remainders():
+    part = pl.domain(256, 6, 36, core_remainder="partial")
+    assert part.units == 320 and part.n_cores == 12
+    assert sorted(part.core_units) == sorted([36, 36, 24] * 3 + [12, 12, 8])
+    idle = pl.domain(256, 8, 64, core_remainder="idle")
+    assert idle.core_units == (64, 64, 64, 64)
+    big = pl.domain(512, 4, 16)            # 512 experts need two dies of 320 units
+    assert big.dies == 2 and big.units == 640
+
+
+def test_domain_groups_split_units_evenly():
+    d = pl.domain(256, 4, 2)
+    assert d.n_groups == 40 and set(d.group_units) == {8}
+    d3 = pl.domain(256, 4, 3)
+    assert sorted(set(d3.group_units)) == [5, 6]
+
+
+# -- placement ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("policy", pl.POLICIES)
+def test_placement_is_injective(policy):
+    rng = np.random.default_rng(1)
+    dom = pl.domain(64, 2, 4, die_units_x=6, die_units_y=12)
+    load = rng.gamma(0.5, 4.0, size=(3, 64))
+    co = rng.random((3, 64, 64))
+    slot = pl.place(policy, dom, load, co + co.transpose(0, 2, 1))
+    for l in range(3):
+        assert len(set(slot[l])) == 64 and slot[l].max() < dom.units
+
+
+def test_lpt_spreads_hot_experts_over_cores():
+    dom = pl.domain(16, 2, 4, die_units_x=4, die_units_y=4)        # 4 cores of 4 units
+    load = np.array([[10, 10, 10, 10] + [1] * 12], dtype=float)
+    slot = pl.place("lpt", dom, load)
+    cores = dom.arrays.unit_core[slot[0, :4]]
+    assert sorted(cores) == [0, 1, 2, 3]
+    contiguous = dom.arrays.unit_core[pl.place("contiguous", dom, load)[0, :4]]
+    assert set(contiguous) == {0}
+
+
+def test_coactivation_separates_cofiring_pair():
+    dom = pl.domain(8, 2, 4, die_units_x=2, die_units_y=4)         # 2 cores of 4 units
+    load = np.array([[4, 4, 3, 3, 1, 1, 1, 1]], dtype=float)
+    co = np.zeros((1, 8, 8))
+    co[0, 0, 2] = co[0, 2, 0] = 50.0                                # 0 and 2 always fire together
+    lpt = pl.place("lpt", dom, load)
+    coa = pl.place("coactivation", dom, load, co)
+    core = dom.arrays.unit_core
+    assert core[lpt[0, 0]] == core[lpt[0, 2]]                       # plain LPT pairs them
+    assert core[coa[0, 0]] != core[coa[0, 2]]                       # coactivation-aware does not

@@ -12,7 +12,7 @@ from dse.mapping.scheduler import Scheduler, schedule
 from dse.reproduce.registry import judge, reproduce
 from dse.workload.trace import loads as loads_of
 
-import oracle_scheduler as oracle
+from tests.mapping import oracle_scheduler as oracle
 
 
 # -- the worked example of spec section 5 (exact) -------------------------------------------------
@@ -42,64 +42,6 @@ def test_worked_example_reproduce_rows_pass():
     rows = [r for r in reproduce("worked_example")]
     assert len(rows) == 4
     assert all(r.status == "pass" for r in rows), [(r.key, r.ours) for r in rows]
-
-
-# -- domain geometry ------------------------------------------------------------------------------
-def test_domain_side4_is_20_cores_of_16():
-    d = pl.domain(256, 4, 16)
-    assert (d.dies, d.n_cores, d.units, d.n_groups) == (1, 20, 320, 320)
-    assert set(d.core_units) == {16}
-
-
-def test_domain_partial_and_idle_remainders():
-    part = pl.domain(256, 6, 36, core_remainder="partial")
-    assert part.units == 320 and part.n_cores == 12
-    assert sorted(part.core_units) == sorted([36, 36, 24] * 3 + [12, 12, 8])
-    idle = pl.domain(256, 8, 64, core_remainder="idle")
-    assert idle.core_units == (64, 64, 64, 64)
-    big = pl.domain(512, 4, 16)            # 512 experts need two dies of 320 units
-    assert big.dies == 2 and big.units == 640
-
-
-def test_domain_groups_split_units_evenly():
-    d = pl.domain(256, 4, 2)
-    assert d.n_groups == 40 and set(d.group_units) == {8}
-    d3 = pl.domain(256, 4, 3)
-    assert sorted(set(d3.group_units)) == [5, 6]
-
-
-# -- placement ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("policy", pl.POLICIES)
-def test_placement_is_injective(policy):
-    rng = np.random.default_rng(1)
-    dom = pl.domain(64, 2, 4, die_units_x=6, die_units_y=12)
-    load = rng.gamma(0.5, 4.0, size=(3, 64))
-    co = rng.random((3, 64, 64))
-    slot = pl.place(policy, dom, load, co + co.transpose(0, 2, 1))
-    for l in range(3):
-        assert len(set(slot[l])) == 64 and slot[l].max() < dom.units
-
-
-def test_lpt_spreads_hot_experts_over_cores():
-    dom = pl.domain(16, 2, 4, die_units_x=4, die_units_y=4)        # 4 cores of 4 units
-    load = np.array([[10, 10, 10, 10] + [1] * 12], dtype=float)
-    slot = pl.place("lpt", dom, load)
-    cores = dom.arrays.unit_core[slot[0, :4]]
-    assert sorted(cores) == [0, 1, 2, 3]
-    contiguous = dom.arrays.unit_core[pl.place("contiguous", dom, load)[0, :4]]
-    assert set(contiguous) == {0}
-
-
-def test_coactivation_separates_cofiring_pair():
-    dom = pl.domain(8, 2, 4, die_units_x=2, die_units_y=4)         # 2 cores of 4 units
-    load = np.array([[4, 4, 3, 3, 1, 1, 1, 1]], dtype=float)
-    co = np.zeros((1, 8, 8))
-    co[0, 0, 2] = co[0, 2, 0] = 50.0                                # 0 and 2 always fire together
-    lpt = pl.place("lpt", dom, load)
-    coa = pl.place("coactivation", dom, load, co)
-    core = dom.arrays.unit_core
-    assert core[lpt[0, 0]] == core[lpt[0, 2]]                       # plain LPT pairs them
-    assert core[coa[0, 0]] != core[coa[0, 2]]                       # coactivation-aware does not
 
 
 # -- oracle agreement (hypothesis) --------------------------------------------------------------

@@ -1,72 +1,23 @@
-"""Each closed-form formula against the reference figures (packaged copy of the study's table).
+"""The closed-form evaluation against the reference figures (packaged copy of the study's table).
 
 The golden numbers are the published ones; the tolerance is the entry's class (exact 1 %,
-model 10 %), widened only to the published rounding (a published 1.6 means [1.55, 1.65)).
-"""
+model 10 %), widened only to the published rounding (a published 1.6 means [1.55, 1.65))."""
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from dse.data import load_toml
-from dse.hardware import core, die, unit
-from dse.mapping import sharding
-from dse.model import balance, baselines, latency, serving
+from dse.hardware import core
+from dse.model import baselines
 from dse.model.evaluate import evaluate
 from dse.reproduce.registry import judge
 from dse.spec import DesignPoint
-from dse.workload.catalog import get_gpu, get_model
+from dse.workload.catalog import get_model
+from tests.reference import REF, check, metrics
 
-REF = load_toml("reference", "rexpert-35b.toml")
+
 M35 = get_model("qwen3.5-35b-a3b")
-
-
-def ref(section: str, key: str):
-    e = REF[section][key]
-    return e["value"], e["cls"]
-
-
-def check(section: str, key: str, ours: float, index: int | None = None):
-    pub, cls = ref(section, key)
-    if index is not None:
-        pub = pub[index]
-    _, status = judge(float(pub), float(ours), cls)
-    assert status in ("pass", "rounding"), f"{section}.{key}: published {pub}, ours {ours} ({status})"
-
-
-def metrics(**knobs):
-    return evaluate(DesignPoint.from_dict({"trace": "catalog", **knobs})).metrics
-
-
-# ---- Table I --------------------------------------------------------------------------------
-@pytest.mark.parametrize("gpu,prefix", [("h20", "h20"), ("h100", "h100")])
-def test_machine_balance(gpu, prefix):
-    g = get_gpu(gpu)
-    f = balance.flop_per_byte(g.flops, g.read_bps)
-    check("machine_balance", f"{prefix}_flop_per_byte", f)
-    check("machine_balance", f"{prefix}_tokens_per_read", balance.tokens_per_read(f))
-    check("machine_balance", f"{prefix}_knee_batch_35b", balance.knee_batch(f, M35.experts, M35.top_k))
-
-
-def test_knee_batch_397b_from_spec_text():
-    # spec s1: 397B (E/k = 51.2): 1894 (H20) / 15123 (H100)
-    m = get_model("qwen3.5-397b-a17b")
-    for gpu, pub in (("h20", 1894), ("h100", 15123)):
-        g = get_gpu(gpu)
-        got = balance.knee_batch(balance.flop_per_byte(g.flops, g.read_bps), m.experts, m.top_k)
-        assert abs(got - pub) <= 1
-
-
-# ---- Table III --------------------------------------------------------------------------------
-def test_unit_level_functions():
-    assert unit.frame_bytes(16, 128) == 256
-    assert unit.cols_per_macro_cycle(16, 128) == 2
-    assert unit.t_col_ns(16, 128, 200) == pytest.approx(2.5)
-    check("hierarchy", "unit_read_gbps", unit.unit_read_gbps(16, 128, 200))
-    check("hierarchy", "unit_gflops", unit.unit_peak_gflops(4, 400))
-    assert unit.unit_capacity_bytes(32768) == 4 << 20
-    assert unit.macro_rows(32768, 16, 128) == 16384
 
 
 def test_levels():
@@ -88,36 +39,6 @@ def test_pool():
     check("hierarchy", "pool_dies_35b", m["dies"])
     check("hierarchy", "pool_pflops_35b", m["pool_pflops"])
     check("hierarchy", "pool_read_tbps_35b", m["pool_read_tbps"])
-
-
-def test_core_tiling_remainder():
-    assert die.core_grid(6, 16, 20, "partial") == (3, 4)
-    assert die.core_grid(6, 16, 20, "idle") == (2, 3)
-    assert die.remainder_units(6, 16, 20) == 320 - 6 * 36
-    assert die.active_units(8, 16, 20, "idle") == 4 * 64
-    assert die.active_units(8, 16, 20, "partial") == 320
-
-
-# ---- Section IV-D -----------------------------------------------------------------------------
-@pytest.mark.parametrize("w", [1, 2, 4])
-def test_roofline_cap(w):
-    check("tile", f"roofline_cap_w{w}", unit.roofline_cap(w, 400 / 51.2))
-
-
-def test_narrowest_balanced_width():
-    assert unit.narrowest_balanced_width(400 / 51.2) == 4
-
-
-# ---- Section 3 / V-D: sharding and depth ------------------------------------------------------
-def test_sharding_reference_points():
-    s32 = sharding.shard(2048, 512, 32768)
-    assert (s32.chunk_columns, s32.chunks_per_expert, s32.tp_degree, s32.d_used_columns) == (6144, 4, 1, 24576)
-    assert s32.array_utilization == 0.75
-    s16 = sharding.shard(2048, 512, 16384)
-    assert s16.tp_degree == 2 and s16.d_used_columns == 12288
-    check("depth_35b", "array_utilization_24k", sharding.shard(2048, 512, 24576).array_utilization)
-    glm16 = sharding.shard(6144, 2048, 16384)
-    assert not glm16.feasible and "18432" in glm16.reason
 
 
 def test_depth_figures():
@@ -142,12 +63,6 @@ def test_packing_rule_is_stricter():
 ])
 def test_latency(b, ours_key, ref_key):
     check("latency_35b", ref_key, metrics(batch=b)[ours_key])
-
-
-def test_latency_by_hand():
-    # 40 layers x (50.1 x 3 MiB + 2048 x 256 B router) / 8 tokens / 409.6 TB/s
-    step = latency.weight_bytes_per_step(40, 50.1, 3 * 2048 * 512, 2048 * 256)
-    assert latency.read_us_per_token(step / 8, 409.6e3) == pytest.approx(1.93024)
 
 
 def test_gpu_dies():
@@ -183,10 +98,6 @@ def test_af_serving(key, b, ctx):
                       ("gain", m["af_gain"])):
         _, status = judge(e[sub], ours, e["cls"])
         assert status in ("pass", "rounding"), (key, sub, e[sub], ours)
-
-
-def test_af_serving_functions():
-    assert serving.tpot_af_us(6.0, 2.0) == 6.0 and serving.tpot_homogeneous_us(6.0, 18.0) == 24.0
 
 
 # ---- Table XII ----------------------------------------------------------------------------------

@@ -13,23 +13,7 @@ from dse.search import runner
 from dse.search.results import load_results
 from dse.search.runner import design_key, run_study
 from dse.search.study import load_study
-
-SPACE = """
-[params]
-core_side = { type = "int", low = 1, high = 8 }
-tile_width = { type = "categorical", choices = [1, 2, 4, 8] }
-pooling = { type = "categorical", choices = ["direct", "broadcast"] }
-"""
-OBJ = """
-[[objectives]]
-metric = "a"
-[[objectives]]
-metric = "b"
-direction = "maximize"
-[[constraints]]
-metric = "a"
-le = 8.2
-"""
+from tests.fixtures import LATENCY_POWER_OBJECTIVES, TOY_OBJECTIVES, TOY_SPACE, write_study
 
 
 def fake_eval(design, models):
@@ -45,14 +29,10 @@ def fake_eval(design, models):
     return out
 
 
-def _study(tmp_path: Path, sampler: str = "nsga2", trials: int = 24, extra: str = "", space: str = SPACE) -> Path:
-    (tmp_path / "space.toml").write_text(space)
-    (tmp_path / "obj.toml").write_text(OBJ)
-    settings = "population_size = 8\n" if sampler == "nsga2" else ""
-    p = tmp_path / "s.toml"
-    p.write_text(f'[study]\nspace = "space.toml"\nobjectives = "obj.toml"\ntrials = {trials}\nbatch = 8\n{extra}'
-                 f'[sampler]\nname = "{sampler}"\n{settings}')
-    return p
+def _study(tmp_path: Path, sampler: str = "nsga2", trials: int = 24, extra: str = "", space: str = TOY_SPACE) -> Path:
+    return write_study(tmp_path, space=space, objectives=TOY_OBJECTIVES, file="s.toml", trials=trials, batch=8,
+                       study_extra=extra, sampler=sampler,
+                       sampler_settings="population_size = 8" if sampler == "nsga2" else "")
 
 
 def _cfg(p: Path, **kw):
@@ -88,17 +68,10 @@ def test_jobs_do_not_change_results(tmp_path):
     """Real model evaluation in 1 process vs 2 loky workers: identical trials and front."""
     space = ('[params]\narray_depth = { type = "categorical", choices = ["16K", "24K", "32K"] }\n'
              'tile_width = { type = "categorical", choices = [1, 2, 4] }\n')
-    obj = ('[[objectives]]\nmetric = "ffn_latency_us_per_token"\n[[objectives]]\nmetric = "pool_power_w"\n'
-           '[[constraints]]\nmetric = "die_area_mm2"\nle = "die_area_budget_mm2"\n')
     hist = []
     for jobs in (1, 2):
-        d = tmp_path / f"j{jobs}"
-        d.mkdir()
-        (d / "space.toml").write_text(space)
-        (d / "obj.toml").write_text(obj)
-        p = d / "s.toml"
-        p.write_text('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\ntrials = 12\nbatch = 6\n'
-                     '[sampler]\nname = "random"\n')
+        p = write_study(tmp_path / f"j{jobs}", space=space, objectives=LATENCY_POWER_OBJECTIVES, file="s.toml",
+                        trials=12, batch=6, sampler="random")
         cfg = load_study(p)
         s = run_study(cfg, jobs=jobs)
         assert s.complete == 12
@@ -219,7 +192,7 @@ def test_infeasible_designs_are_violations_with_reasons(tmp_path):
 def test_changed_space_is_refused_on_resume(tmp_path):
     p = _study(tmp_path, "random", trials=4)
     run_study(_cfg(p), evaluator=fake_eval)
-    (tmp_path / "space.toml").write_text(SPACE.replace("high = 8", "high = 6"))
+    (tmp_path / "space.toml").write_text(TOY_SPACE.replace("high = 8", "high = 6"))
     with pytest.raises(ConfigError) as ei:
         run_study(_cfg(p), evaluator=fake_eval)
     assert str(ei.value) == (f"{p.resolve()}: study 's' in {tmp_path.resolve() / 'results' / 's.db'} was created from a "

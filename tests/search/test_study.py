@@ -1,7 +1,6 @@
-"""Study and objective files: loading, overrides, scoring, and the exact one-line errors."""
+"""Study files: loading, overrides, and the exact one-line errors."""
 from __future__ import annotations
 
-import math
 import subprocess
 import sys
 import textwrap
@@ -10,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from dse.errors import ConfigError
-from dse.search.objectives import load_objectives, objectives_from_dict, score
 from dse.search.study import load_study
 
+
 SPACE = '[params]\ncore_side = { type = "int", low = 2, high = 8, step = 2 }\n'
+
+
 OBJ = ('[[objectives]]\nmetric = "t_layer_us"\ndirection = "minimize"\n'
        '[[objectives]]\nmetric = "dies"\n'
        '[[constraints]]\nmetric = "die_area_mm2"\nle = "die_area_budget_mm2"\n')
@@ -101,67 +102,3 @@ def test_bad_study_exact_error_through_cli(tmp_path):
     r = subprocess.run([sys.executable, "-m", "dse", "run", str(p)], capture_output=True, text=True)
     assert r.returncode == 2
     assert r.stderr == f"dse: error: {p}: study.trials = 0: must be an integer in [1, 10000000]\n"
-
-
-BAD_OBJECTIVES = [
-    ('[[objectives]]\nmetric = "t_layer_us"\ndirection = "min"\n',
-     "objectives[0].direction = 'min': must be one of minimize, maximize"),
-    ('[[objectives]]\nmetric = "t_layer_us"\n[[constraints]]\nmetric = "die_area_mm2"\n',
-     "constraints[0]: needs exactly one of le (metric <= rhs) or ge (metric >= rhs)"),
-    ('[[objectives]]\nmetric = "t_layer_us"\naggregate = "median"\n',
-     "objectives[0].aggregate = 'median': must be one of worst, mean, sum, max, min"),
-    ('description = "x"\n',
-     "objectives: missing or empty; expected [[objectives]] tables with metric and direction"),
-    ('[[objectives]]\nmetric = "t_layer_us"\n[[objectives]]\nmetric = "t_layer_us"\n',
-     "objectives: 't_layer_us' appears twice (give each objective a distinct metric or label)"),
-    ('[[objectives]]\nmetric = "t_layer_us"\nweight = 2\n',
-     "objectives[0].weight: unknown key (allowed: metric, direction, aggregate, label)"),
-]
-
-
-@pytest.mark.parametrize("text,msg", BAD_OBJECTIVES)
-def test_bad_objectives_exact_error(tmp_path, text, msg):
-    p = tmp_path / "obj.toml"
-    p.write_text(text)
-    with pytest.raises(ConfigError) as ei:
-        load_objectives(p)
-    assert str(ei.value) == f"{p}: {msg}"
-
-
-def test_unknown_metric_is_caught_at_load_with_suggestion(tmp_path):
-    p = _files(tmp_path, GOOD, obj='[[objectives]]\nmetric = "t_layer_usec"\n')
-    with pytest.raises(ConfigError) as ei:
-        load_study(p)
-    assert str(ei.value) == (f"{tmp_path / 'obj.toml'}: objectives[0].metric = 't_layer_usec': unknown metric "
-                             f"(see `dse evaluate --json` for the metrics of a design); did you mean 't_layer_us'?")
-
-
-def test_cli_bad_objectives_one_line(tmp_path):
-    p = _files(tmp_path, GOOD, obj='[[objectives]]\nmetric = "t_layer_us"\ndirection = "min"\n')
-    r = subprocess.run([sys.executable, "-m", "dse", "front", str(p)], capture_output=True, text=True)
-    assert r.returncode == 2
-    assert r.stderr == (f"dse: error: {tmp_path / 'obj.toml'}: objectives[0].direction = 'min': must be one of "
-                        f"minimize, maximize\n")
-
-
-def test_score_aggregates_over_workloads_and_reports_violations():
-    obj = objectives_from_dict({
-        "objectives": [{"metric": "lat"}, {"metric": "mfu", "direction": "maximize"},
-                       {"metric": "dies", "aggregate": "sum"}],
-        "constraints": [{"metric": "area", "le": "budget"}, {"metric": "mfu", "ge": 0.2}],
-    })
-    a = {"feasible": True, "lat": 2.0, "mfu": 0.5, "dies": 10, "area": 390.0, "budget": 400.0}
-    b = {"feasible": True, "lat": 3.0, "mfu": 0.3, "dies": 20, "area": 440.0, "budget": 400.0}
-    s = score({"m1": a, "m2": b}, obj)
-    assert s.values == [3.0, 0.3, 30.0]
-    assert s.constraints[0] == 0.0
-    assert s.constraints[1] == pytest.approx(0.1)          # (440 - 400) / 400
-    assert s.constraints[2] == pytest.approx(-0.5)         # worst of (0.2-0.5)/0.2, (0.2-0.3)/0.2
-    assert not s.feasible
-    assert s.reason == "m2: constraint area <= budget violated (440 vs 400)"
-    # a design the model cannot map: worst values, counted as infeasible with its reason
-    c = {"feasible": False, "infeasible_reason": "chunk too big", "lat": None, "mfu": None, "dies": None}
-    s2 = score({"m1": a, "m2": c}, obj)
-    assert s2.values == [math.inf, -math.inf, math.inf]
-    assert s2.constraints[0] == 1.0 and not s2.feasible
-    assert s2.reason.startswith("m2: chunk too big")

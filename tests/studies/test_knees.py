@@ -12,8 +12,9 @@ import pytest
 from dse import DesignPoint, evaluate
 from dse.search import load_results, load_study, run_study
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STUDIES = sorted((ROOT / "studies").glob("*.toml"))
+assert STUDIES, f"no study files in {ROOT / 'studies'}"
 
 
 @pytest.mark.parametrize("path", STUDIES, ids=[p.stem for p in STUDIES])

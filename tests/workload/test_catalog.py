@@ -5,7 +5,6 @@ import pytest
 
 from dse.errors import ConfigError
 from dse.workload.catalog import _validate_table, catalog, get_model
-from dse.workload.union import union_closed_form, union_from_table, union_uniform
 
 
 def test_reference_models_present_with_published_sizes():
@@ -22,23 +21,6 @@ def test_public_models_real_shapes():
     ds = get_model("deepseek-v3")
     assert (ds.experts, ds.top_k, ds.moe_layers, ds.hidden, ds.expert_intermediate, ds.shared_experts) == \
         (256, 8, 58, 7168, 2048, 1)
-
-
-def test_union_interpolation_hits_measured_points():
-    m = get_model("qwen3.5-35b-a3b")
-    for b, u in m.union_table.items():
-        assert union_closed_form(m, b)[0] == pytest.approx(u)
-    assert union_closed_form(m, 1)[0] == 8
-    assert 50.1 < union_closed_form(m, 16)[0] < 168.6
-    assert 205 < union_closed_form(m, 512)[0] < 256
-
-
-def test_union_tail_and_uniform():
-    assert union_uniform(256, 8, 1) == pytest.approx(8)
-    t = {1: 8.0, 128: 205.0}
-    assert union_from_table(t, 256, 128) == pytest.approx(205.0)
-    assert union_from_table(t, 256, 2) <= 2 * 8  # power-law interpolation keeps U(B) <= B k
-    assert union_from_table(t, 256, 10**6) == pytest.approx(256)
 
 
 @pytest.mark.parametrize("table,needle", [

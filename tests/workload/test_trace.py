@@ -1,22 +1,21 @@
-"""Trace format, streaming loader, strict validation, converters and `dse trace` CLI.
+"""Trace format, streaming loader, strict validation and regrouping.
 
 Router dumps here are small synthetic files written in the documented formats (never data from
 unlicensed traces)."""
 from __future__ import annotations
 
-import json
 import zipfile
 
 import numpy as np
 import pytest
 
-from dse.cli import main
 from dse.errors import ConfigError, TraceError
-from dse.workload import stats
-from dse.workload.convert import convert
 from dse.workload.trace import (TraceFile, load_any, loads, make_trace, regroup, save_trace, write_chunks)
 
+
 MODEL = "olmoe-1b-7b"          # 16 layers x 64 experts, top-8: small and in the catalog
+
+
 L, E, K = 16, 64, 8
 
 
@@ -120,138 +119,3 @@ def test_regroup_keeps_token_order():
     assert (r.experts.transpose(1, 0, 2, 3).reshape(L, 24, K) == tok).all()
     with pytest.raises(ConfigError, match="exceeds the 24 tokens"):
         regroup(make_trace(ids, MODEL, E), 25)
-
-
-# -- router dumps -------------------------------------------------------------------------------
-def routes_doc(ids_tokens, phases=None, meta=True):
-    """A 'routes' JSON document: ids_tokens [T, L, K]."""
-    routes = []
-    for t, per_layer in enumerate(ids_tokens):
-        routes.append({"token_pos": t, "token_id": 100 + t, "token_str": "x",
-                       "phase": (phases[t] if phases else "decode"),
-                       "layers": {str(l): {"experts": [int(e) for e in per_layer[l]], "weights": [0.1] * K}
-                                  for l in range(len(per_layer))}})
-    doc = {"routes": routes}
-    if meta:
-        doc["meta"] = {"num_experts": E, "top_k": K, "num_moe_layers": L}
-    return doc
-
-
-def test_routes_json_infers_model_and_cuts_steps(tmp_path):
-    tok = rand_ids(1, 20)[0].transpose(1, 0, 2)            # [20 tokens, L, K]
-    phases = ["prefill"] * 4 + ["decode"] * 16
-    f = tmp_path / "r.json"
-    f.write_text(json.dumps(routes_doc(tok, phases)))
-    tr = convert([f], batch=5)
-    assert tr.meta.model == MODEL and tr.experts.shape == (3, L, 5, K)   # 16 decode tokens -> 3 steps of 5
-    assert (tr.experts[0, :, 0] == tok[4]).all()                        # first decode token
-    assert (tr.experts[2, :, 4] == tok[18]).all()
-    everything = convert([f], batch=5, phase="all")
-    assert everything.experts.shape[0] == 4
-    one_step = convert([f])                                             # fewer tokens than native B
-    assert one_step.meta.batch == 16 and one_step.meta.steps == 1
-
-
-def test_jsonl_per_layer_records_with_aliases_and_steps(tmp_path):
-    ids = rand_ids(2, 3)                                   # 2 steps x 3 tokens
-    lines = []
-    for s in range(2):
-        for t in range(3):
-            for l in range(L):
-                lines.append(json.dumps({"step": s, "token_pos": t, "layer_idx": l,
-                                         "topk_ids": [int(e) for e in ids[s, l, t]]}))
-    f = tmp_path / "d.jsonl"
-    f.write_text("\n".join(reversed(lines)) + "\n")        # order on disk does not matter
-    tr = convert([f], model=MODEL)
-    assert tr.meta.batch == 3 and (tr.experts == ids).all()
-
-
-def test_jsonl_per_token_layers_object(tmp_path):
-    tok = rand_ids(1, 6)[0].transpose(1, 0, 2)
-    f = tmp_path / "d.jsonl"
-    f.write_text("\n".join(json.dumps({"token": t, "layers": {str(l): [int(e) for e in tok[t, l]]
-                                                                for l in range(L)}}) for t in range(6)))
-    tr = convert([f], model=MODEL, batch=3)
-    assert tr.experts.shape == (2, L, 3, K) and (tr.experts[1, :, 2] == tok[5]).all()
-
-
-def _dump_error(tmp_path, doc, name="bad.json", **kw):
-    f = tmp_path / name
-    f.write_text(doc if isinstance(doc, str) else json.dumps(doc))
-    with pytest.raises(TraceError) as ei:
-        convert([f], **kw)
-    msg = str(ei.value)
-    assert "\n" not in msg and str(f) in msg
-    return msg
-
-
-def test_dump_errors(tmp_path):
-    tok = rand_ids(1, 4)[0].transpose(1, 0, 2)
-    doc = routes_doc(tok)
-    del doc["routes"][2]["layers"]["5"]
-    assert "missing layer 5" in _dump_error(tmp_path, doc)
-    doc = routes_doc(tok)
-    doc["routes"][1]["layers"]["0"]["experts"] = doc["routes"][1]["layers"]["0"]["experts"][:7]
-    assert "expected top-8" in _dump_error(tmp_path, doc)
-    doc = routes_doc(tok)
-    doc["routes"][3]["layers"]["2"]["experts"][1] = 99
-    assert "must be in [0, 63]" in _dump_error(tmp_path, doc)
-    doc = routes_doc(tok)
-    ex = doc["routes"][0]["layers"]["4"]["experts"]
-    ex[1] = ex[0]
-    assert "repeats expert" in _dump_error(tmp_path, doc)
-    doc = routes_doc(tok)
-    assert "wrong model" in _dump_error(tmp_path, doc, model="qwen3-30b-a3b")
-    doc = routes_doc(tok)
-    doc["meta"]["num_experts"] = 60
-    assert "no catalog model has" in _dump_error(tmp_path, doc)
-    assert "not valid JSON" in _dump_error(tmp_path, '{"routes": [', name="x.json")
-    assert "line 2: not valid JSON" in _dump_error(tmp_path, '{"token": 0, "layer": 0, "experts": [1]}\n{oops\n',
-                                                   name="x.jsonl", model=MODEL)
-    assert "fewer than batch 8" in _dump_error(tmp_path, routes_doc(tok), batch=8)
-    assert "unrecognised router dump" in _dump_error(tmp_path, {"hello": 1})
-
-
-# -- stats -----------------------------------------------------------------------------------------
-def test_stats_definitions_on_a_hand_trace():
-    # 2 steps, 1 layer of a 4-expert top-1 model, B = 4
-    ids = np.array([[[[0], [0], [1], [2]]], [[[0], [3], [3], [3]]]])
-    tr = make_trace(ids, "x", 4, validate=True)
-    acc = stats.accumulate(tr.meta, [tr.experts])
-    s = acc.summary()
-    assert s["hottest_over_mean"] == pytest.approx((2 / 1 + 3 / 1) / 2)     # mean load B k / E = 1
-    assert s["global_peak_hottest_over_mean"] == 3 and s["hottest_tokens_per_step"] == 3
-    assert s["hot_set_persistence"] == 0.5                                   # hottest: 0 then 3
-    assert s["union"] == {1: 1.0, 2: (1 + 2 + 2 + 1) / 4, 4: 2.5}       # slices {0,0} {1,2} {0,3} {3,3}
-    assert s["gini"] == pytest.approx(stats.gini(np.array([3, 1, 1, 3]))[()])
-    assert stats.gini(np.array([1, 1, 1, 1]))[()] == 0
-    assert stats.top_share(np.array([5, 3, 1, 1]), 1)[()] == 0.5
-
-
-def test_cli_convert_then_stats_and_stats_on_the_dump(tmp_path, capsys):
-    tok = rand_ids(1, 12)[0].transpose(1, 0, 2)
-    f = tmp_path / "r.json"
-    f.write_text(json.dumps(routes_doc(tok)))
-    out = tmp_path / "t.npz"
-    assert main(["trace", "convert", str(f), "-o", str(out), "--batch", "4"]) == 0
-    assert "3 steps" in capsys.readouterr().out
-    assert main(["trace", "stats", str(out), "--json"]) == 0
-    a = json.loads(capsys.readouterr().out)
-    for key in ("gini", "hottest_over_mean", "top8_slot_share", "top16_slot_share", "hot_set_persistence",
-                "union", "coactivation", "per_layer", "per_step"):
-        assert key in a
-    assert a["union"]["1"] == K and len(a["per_layer"]["gini"]) == L
-    assert main(["trace", "stats", str(f), "--batch", "4", "--json"]) == 0
-    b = json.loads(capsys.readouterr().out)
-    assert b["gini"] == a["gini"] and b["union"] == a["union"]
-    assert main(["trace", "stats", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "per layer" in text and "per step" in text and "averaged" in text
-
-
-def test_cli_errors_exit_2(tmp_path, capsys):
-    assert main(["trace", "stats", str(tmp_path / "none.npz")]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("dse: error:") and err.count("\n") == 1
-    assert main(["trace", "synth", "--model", MODEL, "--profile", "nope", "--steps", "1"]) == 2
-    assert "not shipped" in capsys.readouterr().err

@@ -1,0 +1,36 @@
+"""`dse reproduce`: exit status, the JSON rows, a miss on an exact entry, and the golden JSON."""
+from __future__ import annotations
+
+import json
+
+from dse.cli import main
+
+
+def run_cli(capsys, *argv):
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_reproduce_exits_zero_when_exact_entries_pass(capsys):
+    rc, out, _ = run_cli(capsys, "reproduce", "--only", "latency_35b")
+    assert rc == 0 and "latency_35b.rexpert_us_b8" in out and "exact misses: 0" in out
+
+
+def test_reproduce_json_lists_unmodelled_entries(capsys):
+    rc, out, _ = run_cli(capsys, "reproduce", "--json")
+    rows = json.loads(out)["rows"]
+    keys = {r["key"] for r in rows}
+    assert "hierarchy.pool_dies_35b" in keys
+    # every published number appears exactly once, modelled or not
+    assert len(keys) == len(rows)
+    assert {r["status"] for r in rows} <= {"pass", "rounding", "miss", "not modelled", "error"}
+
+
+def test_reproduce_fails_on_an_exact_miss(capsys, monkeypatch):
+    from dse.reproduce import registry
+    registry._load_modules()
+    monkeypatch.setitem(registry._FIGURES, "hierarchy.unit_gflops",
+                        registry.Figure(lambda: 409.6, "", "calibrated"))
+    rc, out, _ = run_cli(capsys, "reproduce", "--only", "hierarchy")
+    assert rc == 1 and "miss" in out

@@ -1,0 +1,24 @@
+"""The workload of a trace-driven design point: the profiling run is independent of the measured
+requests."""
+from __future__ import annotations
+
+from dse.mapping.routing_stage import profile_seed, workload
+from dse.spec import DesignPoint
+from dse.workload import synth
+from dse.workload.catalog import get_model
+
+
+def test_profiling_run_is_independent_of_the_measured_requests():
+    # the profiling stream is never the measured one, and different measured seeds never share a
+    # profiling stream (nor collide with another seed's measured stream at these seeds)
+    seeds = range(64)
+    prof = [profile_seed(s) for s in seeds]
+    assert all(p != s for p, s in zip(prof, seeds))
+    assert len(set(prof)) == len(prof) and not set(prof) & set(seeds)
+    assert all(0 <= p < 1 << 32 for p in prof)
+    p = DesignPoint.from_dict({"trace_steps": 8, "profile_steps": 8})
+    wl = workload(p, get_model(p.model))
+    measured, _ = synth.cached(p.model, p.run_batch, 8, p.trace_seed, "auto", 0)
+    assert wl.profile_ids.shape == measured.experts.shape
+    # a different request stream: not the measured window, not a prefix of the same stream
+    assert (wl.profile_ids != measured.experts).mean() > 0.5

@@ -1,0 +1,75 @@
+"""Storage URLs: passwords never printed by any command that shows a storage."""
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dse.cli import main
+from dse.search.storage import mask_text, mask_url
+from tests.fixtures import write_distributed_study as write_study
+
+
+SECRET = "Zq9-unlikely-secret"
+
+
+def cli(capsys, *argv) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.postgres
+def test_no_command_prints_the_password(capsys, tmp_path, postgres_url):
+    """run, worker, front, export, plot, study list/copy on a password-protected PostgreSQL."""
+    password = postgres_url.split("://", 1)[1].split("@")[0].split(":", 1)[1]
+    study = write_study(tmp_path, sampler="random", trials=8, batch=4, name="masked")
+    runs = [
+        ["run", str(study), "--storage", postgres_url, "--no-progress"],
+        ["run", str(study), "--storage", postgres_url, "--no-progress", "--json"],
+        ["worker", str(study), "--storage", postgres_url, "--trials", "12"],
+        ["worker", str(study), "--storage", postgres_url, "--trials", "12", "--json"],
+        ["front", str(study), "--storage", postgres_url],
+        ["front", str(study), "--storage", postgres_url, "--json"],
+        ["export", str(study), "--storage", postgres_url, "--knee", "-o", str(tmp_path / "knee.toml")],
+        ["plot", str(study), "--storage", postgres_url, "-o", str(tmp_path / "plots")],
+        ["study", "list", postgres_url],
+        ["study", "copy", postgres_url, str(tmp_path / "c.db")],
+        # errors: a wrong password and a closed port
+        ["run", str(study), "--storage", postgres_url.replace(password, SECRET), "--no-progress"],
+        ["study", "list", postgres_url.replace(password, SECRET)],
+        ["run", str(study), "--storage", f"postgresql://dse:{SECRET}@127.0.0.1:1/x", "--no-progress"],
+        ["worker", str(study), "--storage", f"postgresql://dse:{SECRET}@127.0.0.1:1/x"],
+    ]
+    for argv in runs:
+        rc, out, err = cli(capsys, *argv)
+        files = "".join(p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file()
+                        and p.suffix in (".toml", ".csv", ".json", ".svg", ".txt"))
+        for secret in (password, SECRET):
+            assert secret not in out + err, (argv, out, err)
+        assert password not in files and SECRET not in files
+        if SECRET in " ".join(argv):
+            assert rc == 2 and len(err.strip().splitlines()) == 1, (argv, err)
+        else:
+            assert rc == 0, (argv, err)
+
+
+@settings(max_examples=int(os.environ.get("DSE_FUZZ_EXAMPLES", 300)), deadline=None)
+@given(user=st.text("abcdefgh_.-", max_size=8),
+       password=st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"), min_size=6,
+                        max_size=24).filter(lambda p: p.strip() == p),
+       host=st.sampled_from(["127.0.0.1", "db.example.org", "[::1]"]),
+       port=st.sampled_from(["", ":5432"]),
+       query=st.sampled_from(["", "?sslmode=require", "?connect_timeout=3&application_name=dse"]),
+       scheme=st.sampled_from(["postgresql", "postgresql+psycopg", "mysql+pymysql"]))
+def test_mask_url_never_shows_the_password(user, password, host, port, query, scheme):
+    url = f"{scheme}://{user}:{password}@{host}{port}/studies{query}"
+    assert mask_url(url) == f"{scheme}://{user}:***@{host}{port}/studies{query}"
+    assert password not in mask_text(f"could not connect to {url}: password {password} rejected", url)
+    pw = password.replace("&", "").replace(";", "")
+    if len(pw) >= 6 and pw not in f"{scheme}://{host}/studies?password=***":  # libpq also takes ?password=...
+        assert pw not in mask_url(f"{scheme}://{host}/studies?password={pw}")
+        assert mask_url(f"{scheme}://{host}/studies?password=abcdef&x=1") == \
+            f"{scheme}://{host}/studies?password=***&x=1"
