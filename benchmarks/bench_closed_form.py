@@ -43,7 +43,7 @@ def main() -> None:
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})   # one core
     except (AttributeError, OSError):
         pass
-    from dse.model.evaluate import evaluate
+    from dse.pipeline.evaluate import evaluate
     from dse.spec import DesignPoint
     evaluate(DesignPoint.from_dict({"trace": "catalog"}))   # warm imports and caches
     pts = points(args.points)

@@ -34,7 +34,7 @@ def _report(what: str, n: int, wall: float, cpu: float) -> None:
 
 
 def bench_points(n: int) -> None:
-    from dse.model.evaluate import evaluate
+    from dse.pipeline.evaluate import evaluate
     from dse.spec import DesignPoint
     t0 = time.perf_counter()
     base = evaluate(DesignPoint())                                   # generates + caches the trace
@@ -100,7 +100,7 @@ def bench_oracle(steps: int) -> None:
 def _child_eval(path: str) -> None:
     """Run in a fresh process: evaluate the trace file, print time and peak RSS."""
     import resource
-    from dse.model.evaluate import evaluate
+    from dse.pipeline.evaluate import evaluate
     from dse.spec import DesignPoint
     t0 = time.perf_counter()
     m = evaluate(DesignPoint.from_dict({"trace": path})).metrics

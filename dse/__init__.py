@@ -15,6 +15,6 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 
 from dse.errors import DSEError  # noqa: E402
 from dse.spec import DesignPoint  # noqa: E402
-from dse.model.evaluate import Result, evaluate  # noqa: E402
+from dse.pipeline.evaluate import Result, evaluate  # noqa: E402
 
 __all__ = ["DSEError", "DesignPoint", "Result", "evaluate", "__version__"]

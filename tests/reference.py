@@ -3,7 +3,7 @@ reproduction test applies: the entry's tolerance class, widened only to the publ
 from __future__ import annotations
 
 from dse.data import load_toml
-from dse.model.evaluate import evaluate
+from dse.pipeline.evaluate import evaluate
 from dse.reproduce.registry import judge
 from dse.spec import DesignPoint
 

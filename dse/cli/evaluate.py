@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from dse.model.evaluate import evaluate
+from dse.pipeline.evaluate import evaluate
 from dse.report import dumps, table
 from dse.spec import DesignPoint
 

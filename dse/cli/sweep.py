@@ -2,7 +2,7 @@
 
 PARAM is a knob (see `dse params`) or a preset: `depth` (array depth on the reference catalog
 models) or `side` (core side on the default model, trace-driven). The physics and the knee rules
-are in `dse.model.sweep`; the figures in `dse.viz.sweep_plots`.
+are in `dse.pipeline.sweep`; the figures in `dse.viz.sweep_plots`.
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def _metrics(args: argparse.Namespace, default: tuple[str, ...], rows: list[dict
 
 
 def run(args: argparse.Namespace) -> int:
-    from dse.model import sweep as sw
+    from dse.pipeline import sweep as sw
     param, values, preset = sw.resolve(args.param, args.values)
     base, source = _base(args, preset.base if preset else {})
     if args.model:

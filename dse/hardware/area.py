@@ -12,8 +12,17 @@ from __future__ import annotations
 from dse.constants import C
 
 
+# Relative tolerance of "over the area budget" (rounding of an exactly-full die is not a violation).
+BUDGET_TOLERANCE = 1e-9
+
+
 def die_budget_mm2() -> float:
     return C.die_width_mm * C.die_height_mm
+
+
+def over_budget(die_area_mm2: float, budget_mm2: float) -> bool:
+    """Whether a die's area exceeds the budget (beyond rounding): such a design is infeasible."""
+    return die_area_mm2 > budget_mm2 * (1 + BUDGET_TOLERANCE)
 
 
 def reram_area_mm2(capacity_bytes: float) -> float:

@@ -12,8 +12,9 @@ Published: 16 x 20 = 320 units; side 4 -> 20 cores on a 4 x 5 NoC; 1.25 GiB, 16.
 from __future__ import annotations
 
 import functools
-
 import math
+
+from dse.units import NS_PER_US
 
 
 def die_units(die_units_x: int, die_units_y: int) -> int:
@@ -61,23 +62,20 @@ def die_peak_gflops(units: int, unit_peak_gflops: float) -> float:
 
 
 # ---- floorplan of cores (for the Die NoC and the network area) ------------------------------
-def _spans(units: int, side: int, whole_only: bool) -> list[int]:
-    """Widths of the cores along one axis of the unit array (16 at side 6 -> 6, 6, 4)."""
-    out, x = [], 0
-    while x < units:
-        w = min(side, units - x)
-        if w == side or not whole_only:
-            out.append(w)
-        x += w
-    return out
+def core_spans(units: int, side: int, core_remainder: str) -> list[int]:
+    """Widths of the cores along one die edge of ``units`` units: whole cores, then the partial
+    edge core when ``core_remainder`` is 'partial' (16 at side 6 -> 6, 6, 4; 'idle' -> 6, 6)."""
+    spans = [side] * (units // side)
+    if units % side and core_remainder == "partial":
+        spans.append(units % side)
+    return spans
 
 
 def core_shapes(core_side: int, die_units_x: int, die_units_y: int, core_remainder: str) -> list[tuple[int, int, int, int]]:
     """(grid x, grid y, width, height) in units of every core on the Die NoC grid, row-major.
     ``partial``: edge cores take the remainder; ``idle``: only whole cores."""
-    idle = core_remainder == "idle"
-    xs = _spans(die_units_x, core_side, idle)
-    ys = _spans(die_units_y, core_side, idle)
+    xs = core_spans(die_units_x, core_side, core_remainder)
+    ys = core_spans(die_units_y, core_side, core_remainder)
     return [(i, j, w, h) for j, h in enumerate(ys) for i, w in enumerate(xs)]
 
 
@@ -112,11 +110,38 @@ def xy_route(src: tuple[int, int], dst: tuple[int, int]) -> list[Link]:
     return links
 
 
+def layer_share_on_die(experts_per_layer: int, units_per_die: int) -> float:
+    """Share of a layer's experts whose (same-index) shard sits on one die of the layer: die j
+    of a TP group holds shard j of up to ``units_per_die`` of the layer's experts (1 when the
+    layer fits on a die)."""
+    return min(1.0, units_per_die / experts_per_layer)
+
+
 def experts_per_token_on_die(experts_per_token: float, experts_per_layer: int, units_per_die: int) -> float:
-    """Expected experts of one token whose (same-index) shard sits on one die of the layer: die j
-    of a TP group holds shard j of up to ``units_per_die`` of the layer's experts, so all of them
-    when the layer fits (k + shared = 9 for the default model) and a share otherwise."""
-    return experts_per_token * min(1.0, units_per_die / experts_per_layer)
+    """Expected experts of one token on one die of the layer: all of them when the layer fits
+    (k + shared = 9 for the default model) and a share otherwise."""
+    return experts_per_token * layer_share_on_die(experts_per_layer, units_per_die)
+
+
+def p_token_on_die(experts_per_token: int, experts_per_layer: int, units_per_die: int) -> float:
+    """Probability that a token has at least one of its experts on a given die of the layer
+    (experts placed uniformly over the layer's dies)."""
+    return 1.0 - (1.0 - layer_share_on_die(experts_per_layer, units_per_die)) ** experts_per_token
+
+
+def tokens_on_die(batch: int, p_on_die: float) -> float:
+    """Expected tokens of a decode step that enter one die of the layer."""
+    return batch * p_on_die
+
+
+def experts_per_token_on_die_given_touch(experts_per_token: int, experts_per_layer: int,
+                                         units_per_die: int) -> float:
+    """Experts on one die of a token that has any there: the fan-out of its Die-NoC multicast
+    (0 when no token reaches the die)."""
+    touch = p_token_on_die(experts_per_token, experts_per_layer, units_per_die)
+    if touch <= 0:
+        return 0.0
+    return experts_per_token_on_die(experts_per_token, experts_per_layer, units_per_die) / touch
 
 
 @functools.lru_cache(maxsize=1024)
@@ -168,4 +193,4 @@ def die_noc_link_loads(cores: list[tuple[int, int, int, int]], ports: list[tuple
 
 def die_noc_busiest_link_gbps(loads: dict[Link, float], t_layer_us: float) -> float:
     """The busiest Die-NoC link's demand: max bytes per layer / layer time."""
-    return max(loads.values(), default=0.0) / (t_layer_us * 1e3)
+    return max(loads.values(), default=0.0) / (t_layer_us * NS_PER_US)

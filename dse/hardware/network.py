@@ -26,6 +26,12 @@ D2D / IO: UCIe PHY area from the provisioned bandwidth at ``C.ucie_gbps_per_mm2`
 from __future__ import annotations
 
 from dse.constants import C
+from dse.units import BITS_PER_BYTE, BITS_PER_GB, J_PER_PJ, S_PER_US
+
+# Provision guard: a level with no provision is judged against this (no division by zero).
+MIN_PROVISION_GBPS = 1e-9
+# Relative tolerance of "demand exceeds provision" (rounding of equal figures is not a violation).
+PROVISION_TOLERANCE = 1e-9
 
 # A 2-D mesh router has 4 neighbour ports and 1 local port (topology, not a fitted number).
 MESH_RADIX = 5
@@ -78,14 +84,30 @@ def d2d_io_area_mm2(d2d_gbps: float, node_gbps: float) -> float:
     return (d2d_gbps + node_gbps) / C.ucie_gbps_per_mm2
 
 
+def link_load(demand_gbps: float, provision_gbps: float) -> float:
+    """Demand over provision of one level (> 1: over provision)."""
+    return demand_gbps / max(provision_gbps, MIN_PROVISION_GBPS)
+
+
+def over_provision(demand_gbps: float, provision_gbps: float) -> bool:
+    """Whether the demand exceeds the provision (beyond rounding)."""
+    return demand_gbps > provision_gbps * (1 + PROVISION_TOLERANCE)
+
+
+def unit_io_bit_hops_per_s(active_units: int, unit_io_gbps: float, core_side: int) -> float:
+    """Bit-hops per second of the units' activation / partial-sum traffic on the core mesh: each
+    unit's port traffic crosses up to side - 1 mesh links."""
+    return active_units * unit_io_gbps * BITS_PER_GB * max(0, core_side - 1)
+
+
 def fabric_power_w(area_mm2: float, bit_hops_per_s: float) -> float:
     """Static (clock + leakage) power of the fabric's silicon plus its dynamic switching power."""
-    return area_mm2 * C.noc_static_w_per_mm2 + bit_hops_per_s * C.noc_pj_per_bit_hop * 1e-12
+    return area_mm2 * C.noc_static_w_per_mm2 + bit_hops_per_s * C.noc_pj_per_bit_hop * J_PER_PJ
 
 
 def d2d_io_power_w(d2d_gbps: float, node_gbps: float) -> float:
     """UCIe PHY power with the lanes running at the provisioned rate (pJ/b x b/s)."""
-    return (d2d_gbps + node_gbps) * 8e9 * C.ucie_pj_per_bit * 1e-12
+    return (d2d_gbps + node_gbps) * BITS_PER_GB * C.ucie_pj_per_bit * J_PER_PJ
 
 
 def core_mesh_bit_hops_per_s(stream_bit_hops: float, unit_io_bit_hops: float) -> float:
@@ -96,9 +118,9 @@ def core_mesh_bit_hops_per_s(stream_bit_hops: float, unit_io_bit_hops: float) ->
 def multicast_bit_hops_per_s(cores: float, mean_streams: float, stream_gbps: float, tree_links: float) -> float:
     """Bit-hops per second of ``mean_streams`` read-outs per core, each broadcast over a tree of
     ``tree_links`` links (units in the core - 1: broadcast pooling offers the read-out to every group)."""
-    return cores * mean_streams * stream_gbps * 8e9 * tree_links
+    return cores * mean_streams * stream_gbps * BITS_PER_GB * tree_links
 
 
 def link_loads_bit_hops_per_s(link_bytes_per_layer: list[float], t_layer_us: float) -> float:
     """Bit-hops per second of a set of link loads given in bytes per layer time."""
-    return sum(link_bytes_per_layer) * 8 / (t_layer_us * 1e-6)
+    return sum(link_bytes_per_layer) * BITS_PER_BYTE / (t_layer_us * S_PER_US)

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from dse.constants import C
 
+# Every array streaming: the read activity when no schedule says otherwise.
+FULL_READ_ACTIVITY = 1.0
 
-def reram_power_w(die_read_gbps: float, read_activity: float = 1.0) -> float:
+
+def reram_power_w(die_read_gbps: float, read_activity: float = FULL_READ_ACTIVITY) -> float:
     return C.reram_pj_per_byte * 1e-12 * die_read_gbps * 1e9 * read_activity
 
 

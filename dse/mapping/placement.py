@@ -42,16 +42,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from dse.constants import C
+from dse.hardware.die import core_spans
 
 POLICIES = ("contiguous", "lpt", "coactivation")
-
-
-def core_spans(units: int, side: int, remainder: str) -> list[int]:
-    """Widths of the cores along one die edge of ``units`` units (partial edge core last)."""
-    spans = [side] * (units // side)
-    if units % side and remainder == "partial":
-        spans.append(units % side)
-    return spans
 
 
 def die_core_units(core_side: int, die_units_x: int, die_units_y: int, core_remainder: str) -> list[int]:

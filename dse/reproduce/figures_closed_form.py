@@ -8,8 +8,8 @@ import functools
 
 from dse.hardware.core import link_gbps
 from dse.hardware.unit import roofline_cap
-from dse.model import balance
-from dse.model.evaluate import evaluate
+from dse.performance import balance
+from dse.pipeline.evaluate import evaluate
 from dse.reproduce.registry import figure
 from dse.spec import DesignPoint
 from dse.workload.catalog import get_gpu, get_model

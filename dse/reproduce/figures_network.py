@@ -1,7 +1,7 @@
 """Published communication, depth, stretch and area / power figures.
 
 The physics is in `dse.hardware.{unit,core,die,package,node,network}` and the stages of
-`dse.model.network_stage`; each figure below names the design point it evaluates. Every note
+`dse.pipeline.stages.network`; each figure below names the design point it evaluates. Every note
 explains a residual larger than the entry's tolerance, or where an entry's reading had to be
 reconstructed.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from dse.model.evaluate import evaluate
+from dse.pipeline.evaluate import evaluate
 from dse.reproduce.registry import figure
 from dse.spec import DesignPoint
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from dse.mapping import placement as pl
 from dse.mapping.scheduler import schedule
-from dse.model.evaluate import evaluate
+from dse.pipeline.evaluate import evaluate
 from dse.reproduce.registry import figure
 from dse.spec import DesignPoint
 

@@ -50,7 +50,7 @@ Evaluator = Callable[[Mapping[str, Any], Sequence[str]], dict[str, dict[str, Any
 def evaluate_design(design: Mapping[str, Any], models: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Evaluate one design on every model: ``{model: metrics}`` (JSON-able). A knob combination
     the spec rejects is an infeasible result, not an error."""
-    from dse.model.evaluate import evaluate
+    from dse.pipeline.evaluate import evaluate
     from dse.spec import DesignPoint
     out: dict[str, dict[str, Any]] = {}
     for m in models:
@@ -491,7 +491,7 @@ def _warm_traces(cfg: StudyConfig) -> None:
     """Generate the study's synthetic traces once in the driver (on-disk cache) so that the worker
     processes load them instead of each generating the same trace."""
     from dse.errors import DSEError
-    from dse.mapping.routing_stage import warm
+    from dse.workload.window import warm
     from dse.spec import DesignPoint
     for m in cfg.models:
         try:

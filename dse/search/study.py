@@ -143,7 +143,7 @@ class StudyConfig:
         Metric names come from evaluating the study's base design with catalog routing first
         (fast; every stage declares its keys with ``guarantee``) and only if a metric is still
         unknown, with the study's own routing (a trace-driven probe can take seconds)."""
-        from dse.model.evaluate import GUARANTEED_KEYS, evaluate
+        from dse.pipeline.evaluate import GUARANTEED_KEYS, evaluate
         known: set[str] = set(GUARANTEED_KEYS)
         numeric: dict[str, bool] = {}
         wl = {k: v for k, v in self.base.items() if BY_NAME[k].part == "workload"}

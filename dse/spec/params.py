@@ -13,6 +13,9 @@ from typing import Any, Callable
 
 from dse.errors import ConfigError, where
 
+# Longest free-text knob value (a trace path, a model name): errors and files stay bounded.
+MAX_STRING_CHARS = 4096
+
 PARTS = ("hardware", "workload", "mapping")
 
 
@@ -162,52 +165,59 @@ def parse_int(text: str) -> int:
 
 def coerce(param: Param, value: Any, source: str | None = None, key: str | None = None) -> Any:
     """Validate and convert one value; raise ConfigError naming where and what is allowed."""
-    key = key or f"{param.part}.{param.name}"
-    loc = where(source, key)
+    loc = where(source, key or f"{param.part}.{param.name}")
 
     def bad(why: str = "") -> ConfigError:
         extra = f" ({why})" if why else ""
         return ConfigError(f"{loc} = {show_value(value)}: must be {param.allowed()}{extra}")
-
-    def wrong_type() -> ConfigError:
-        return bad(f"got {type_name(value)}")
 
     if value is None:
         if param.nullable:
             return None
         raise bad()
     if param.kind == "str":
-        if not isinstance(value, str):
-            if param.choices is None:
-                raise ConfigError(f"{loc} = {show_value(value)}: must be a string (got {type_name(value)})")
-            raise wrong_type()
-        if param.choices is not None and value not in param.choice_values():
-            raise bad()
-        if param.choices is None and (not value or len(value) > 4096 or "\x00" in value):
-            raise ConfigError(f"{loc} = {show_value(value)}: must be a non-empty string of at most 4096 "
-                              f"characters without NUL")
-        return value
+        return _coerce_str(param, value, loc, bad)
     if isinstance(value, bool):
-        raise wrong_type()
+        raise bad(f"got {type_name(value)}")
     if param.kind == "int":
-        if isinstance(value, str):
-            try:
-                value_i = parse_int(value)
-            except ValueError:
-                raise bad() from None
-        elif isinstance(value, int):
-            value_i = value
-        elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            value_i = int(value)
-        elif isinstance(value, float):
-            raise bad("not finite" if not math.isfinite(value) else "not a whole number")
-        else:
-            raise wrong_type()
-        _check_range(param, value_i, bad)
-        if param.multiple_of and value_i % param.multiple_of:
-            raise bad()
-        return value_i
-    # float
+        return _coerce_int(param, value, bad)
+    return _coerce_float(param, value, bad)
+
+
+def _coerce_str(param: Param, value: Any, loc: str, bad: Callable[..., ConfigError]) -> str:
+    if not isinstance(value, str):
+        if param.choices is None:
+            raise ConfigError(f"{loc} = {show_value(value)}: must be a string (got {type_name(value)})")
+        raise bad(f"got {type_name(value)}")
+    if param.choices is not None and value not in param.choice_values():
+        raise bad()
+    if param.choices is None and (not value or len(value) > MAX_STRING_CHARS or "\x00" in value):
+        raise ConfigError(f"{loc} = {show_value(value)}: must be a non-empty string of at most "
+                          f"{MAX_STRING_CHARS} characters without NUL")
+    return value
+
+
+def _coerce_int(param: Param, value: Any, bad: Callable[..., ConfigError]) -> int:
+    if isinstance(value, str):
+        try:
+            value_i = parse_int(value)
+        except ValueError:
+            raise bad() from None
+    elif isinstance(value, int):
+        value_i = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value_i = int(value)
+    elif isinstance(value, float):
+        raise bad("not finite" if not math.isfinite(value) else "not a whole number")
+    else:
+        raise bad(f"got {type_name(value)}")
+    _check_range(param, value_i, bad)
+    if param.multiple_of and value_i % param.multiple_of:
+        raise bad()
+    return value_i
+
+
+def _coerce_float(param: Param, value: Any, bad: Callable[..., ConfigError]) -> float:
     if isinstance(value, str):
         try:
             value_f = float(value)
@@ -219,7 +229,7 @@ def coerce(param: Param, value: Any, source: str | None = None, key: str | None 
         except OverflowError:  # an integer beyond the float range
             raise bad() from None
     else:
-        raise wrong_type()
+        raise bad(f"got {type_name(value)}")
     if not math.isfinite(value_f):
         raise bad("not finite")
     _check_range(param, value_f, bad)

@@ -53,6 +53,21 @@ class MoEModel:
         return self.router_bytes_per_layer if self.router_bytes_per_layer is not None else self.hidden * self.experts
 
     @property
+    def experts_per_token(self) -> int:
+        """Experts one token runs per layer: its top-k routed experts and the shared ones."""
+        return self.top_k + self.shared_experts
+
+    @property
+    def experts_per_layer(self) -> int:
+        """Experts of one layer: routed and shared."""
+        return self.experts + self.shared_experts
+
+    @property
+    def expert_instances(self) -> int:
+        """Experts the pool holds: layers x (routed + shared)."""
+        return self.moe_layers * (self.experts + self.shared_experts)
+
+    @property
     def ffn_weight_bytes(self) -> int:
         """FFN weights of the whole model: layers x (routed + shared) x expert bytes."""
         return self.moe_layers * (self.experts + self.shared_experts) * self.expert_bytes

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from dse.cli import main
 
@@ -34,3 +35,15 @@ def test_reproduce_fails_on_an_exact_miss(capsys, monkeypatch):
                         registry.Figure(lambda: 409.6, "", "calibrated"))
     rc, out, _ = run_cli(capsys, "reproduce", "--only", "hierarchy")
     assert rc == 1 and "miss" in out
+
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "reproduce.json"
+
+
+def test_reproduce_json_is_byte_identical_to_the_golden_file(capsys):
+    """A refactoring guard, not a physics check: `dse reproduce --json` exactly as main printed it
+    before the pipeline re-layout. When a figure changes on purpose, regenerate the file
+    (`python -m dse reproduce --json > tests/golden/reproduce.json`) and say why in the commit."""
+    main(["reproduce", "--json"])
+    out = capsys.readouterr().out
+    assert out == GOLDEN.read_text(), "dse reproduce --json changed (see this test's docstring)"

@@ -5,7 +5,7 @@ import pytest
 
 from dse.constants import C
 from dse.hardware import die, network
-from dse.model.evaluate import evaluate
+from dse.pipeline.evaluate import evaluate
 from dse.spec import DesignPoint
 from tests.reference import check, metrics
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from dse.constants import C
 from dse.hardware import core, die, node, package, unit
-from dse.model.evaluate import evaluate
+from dse.pipeline.evaluate import evaluate
 from dse.spec import DesignPoint
 from tests.reference import REF, check, metrics
 
@@ -229,3 +229,11 @@ def test_guaranteed_keys_on_infeasible_design():
               "mm2_per_occupancy", "usd_per_mtok", "core_mesh_headroom_gbps"):
         assert k in r.metrics and r.metrics[k] is None
     assert math.isfinite(metrics()["comm_violation"])
+
+
+def test_level_load_and_over_provision_flag():
+    from dse.hardware.network import link_load, over_provision
+    assert link_load(50.0, 100.0) == 0.5
+    assert link_load(1.0, 0.0) > 1e6                       # no provision: overloaded, not a crash
+    assert not over_provision(100.0, 100.0)                # equal figures are not a violation
+    assert over_provision(100.0 * (1 + 1e-6), 100.0)

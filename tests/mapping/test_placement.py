@@ -28,7 +28,7 @@ def test_interleaved_domain_is_every_tile_of_the_dies():
 
 
 def test_layout_knob_changes_the_schedule_domain():
-    from dse.model.evaluate import evaluate
+    from dse.pipeline.evaluate import evaluate
     a = evaluate(DesignPoint.from_dict({"layer_layout": "packed", "trace_steps": 8})).metrics
     b = evaluate(DesignPoint.from_dict({"layer_layout": "interleaved", "trace_steps": 8})).metrics
     assert a["schedule_pe_tiles"] == 256 and b["schedule_pe_tiles"] == 320

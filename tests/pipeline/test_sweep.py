@@ -7,7 +7,7 @@ import pytest
 
 from dse.cli import main
 from dse.data import load_toml
-from dse.model import sweep as sw
+from dse.pipeline import sweep as sw
 from dse.reproduce.registry import judge
 
 

@@ -2,7 +2,7 @@
 requests."""
 from __future__ import annotations
 
-from dse.mapping.routing_stage import profile_seed, workload
+from dse.workload.window import profile_seed, workload
 from dse.spec import DesignPoint
 from dse.workload import synth
 from dse.workload.catalog import get_model
@@ -22,3 +22,16 @@ def test_profiling_run_is_independent_of_the_measured_requests():
     assert wl.profile_ids.shape == measured.experts.shape
     # a different request stream: not the measured window, not a prefix of the same stream
     assert (wl.profile_ids != measured.experts).mean() > 0.5
+
+
+def test_bounded_cache_keeps_the_most_recent_entries():
+    from dse.workload.window import BoundedCache
+    c = BoundedCache(2)
+    c.put("a", 1)
+    c.put("b", 2)
+    assert c.get_or_make("a", lambda: 99) == 1             # a hit does not call make
+    c.put("c", 3)                                           # evicts the least recently put: "a"
+    assert c.get("a") is None and c.get("b") == 2 and c.get("c") == 3
+    assert c.get_or_make("a", lambda: 4) == 4
+    c.clear()
+    assert c.get("b") is None

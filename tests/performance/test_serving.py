@@ -1,7 +1,7 @@
 """Attention-FFN disaggregated serving: time per output token."""
 from __future__ import annotations
 
-from dse.model import serving
+from dse.performance import serving
 
 
 def test_af_serving_functions():

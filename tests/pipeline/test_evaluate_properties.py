@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from dse.hardware.hierarchy import LEVELS
 from dse.mapping import sharding
-from dse.model.evaluate import evaluate
+from dse.pipeline.evaluate import evaluate
 from dse.spec import DesignPoint
 from dse.workload.catalog import get_model, model_names
 

@@ -9,8 +9,8 @@ import math
 import pytest
 
 from dse.hardware import core
-from dse.model import baselines
-from dse.model.evaluate import evaluate
+from dse.performance import baselines
+from dse.pipeline.evaluate import evaluate
 from dse.reproduce.registry import judge
 from dse.spec import DesignPoint
 from dse.workload.catalog import get_model
@@ -115,3 +115,22 @@ def test_infeasible_is_a_result_with_reason():
     assert not r.feasible and "exceeds array_depth 16384" in r.reason
     for k in ("t_layer_us", "ffn_latency_us_per_token", "die_power_w"):
         assert k in r.metrics and r.metrics[k] is None
+
+
+def test_stages_are_one_explicit_ordered_tuple():
+    from dse.pipeline.evaluate import GUARANTEED_KEYS, HEADLINE_KEYS, STAGES
+    assert [s.name for s in STAGES] == ["structure", "routing", "performance", "network", "area_power", "cost"]
+    assert [s.needs_feasible for s in STAGES] == [False] + [True] * 5
+    assert GUARANTEED_KEYS[:len(HEADLINE_KEYS)] == HEADLINE_KEYS
+    assert len(set(GUARANTEED_KEYS)) == len(GUARANTEED_KEYS)
+
+
+def test_every_result_carries_every_guaranteed_key():
+    from dse.pipeline.evaluate import GUARANTEED_KEYS
+    ok = metrics()
+    bad = evaluate(DesignPoint.from_dict({"model": "glm-5.2", "array_depth": "16K", "trace": "catalog"})).metrics
+    for k in GUARANTEED_KEYS:
+        assert k in ok and k in bad, k
+    # the infeasible design stops after the structure stage: its later metrics are None
+    assert bad["dies"] == 0 and bad["union_experts"] is None and bad["usd_per_mtok"] is None
+    assert ok["usd_per_mtok"] is not None

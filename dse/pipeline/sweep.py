@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from dse.errors import ConfigError
-from dse.model.evaluate import evaluate
+from dse.pipeline.evaluate import evaluate
 from dse.spec import DesignPoint
 from dse.spec.params import BY_NAME
 

@@ -1,0 +1,98 @@
+"""The evaluation pipeline: one design point in, every metric out (a flat, JSON-able dict).
+
+The stages run in the order of ``STAGES``; each is a function ``run(ctx) -> dict`` in
+``dse.pipeline.stages`` that wires the design's knobs into the physics functions of
+``dse.hardware``, ``dse.mapping`` and ``dse.performance`` and returns its metrics:
+
+=============  ==============================================================================
+structure      hierarchy per level, sharding, TP, D_used, pool dies
+routing        U(B): catalog closed form, or trace-driven placement and scheduling
+performance    t_layer, per-token latency, energy, GPU baselines, AF serving
+network        per-level communication demand and provision, round stretch, effective MFU
+area_power     die area (and the area budget), die and pool power
+cost           dies per wafer, yield, pool cost, $ per million tokens
+=============  ==============================================================================
+
+An infeasible design is a result (``feasible = False`` and ``infeasible_reason``), never an
+exception: stages that need a feasible mapping are skipped and their metrics are None.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from dse.pipeline.context import Context
+from dse.pipeline.stages import area_power, cost, network, performance, routing, structure
+from dse.spec import DesignPoint
+from dse.workload.window import Workload
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of the pipeline: its function, whether it needs a feasible mapping, and the metric
+    keys every result carries on its behalf (None when it did not run)."""
+    name: str
+    run: Callable[[Context], dict[str, Any]]
+    needs_feasible: bool = True
+    guaranteed: tuple[str, ...] = ()
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("structure", structure.run, needs_feasible=False, guaranteed=structure.GUARANTEED_KEYS),
+    Stage("routing", routing.run, guaranteed=routing.GUARANTEED_KEYS),
+    Stage("performance", performance.run, guaranteed=performance.GUARANTEED_KEYS),
+    Stage("network", network.run, guaranteed=network.GUARANTEED_KEYS),
+    Stage("area_power", area_power.run, guaranteed=area_power.GUARANTEED_KEYS),
+    Stage("cost", cost.run, guaranteed=cost.GUARANTEED_KEYS),
+)
+
+# The headline metrics, first in every result (in this order), then each stage's guaranteed keys:
+# every result carries all of them (None when not computed), so JSON consumers and the DSE always
+# find them.
+HEADLINE_KEYS: tuple[str, ...] = (
+    "feasible", "infeasible_reason", "dies", "tp_degree", "d_used_columns", "array_utilization",
+    "t_layer_us", "ffn_latency_us_per_token", "weight_mb_per_token", "weight_energy_uj_per_token",
+    "die_area_mm2", "die_power_w", "pool_power_w",
+)
+GUARANTEED_KEYS: tuple[str, ...] = tuple(dict.fromkeys(
+    [*HEADLINE_KEYS, *(k for st in STAGES for k in st.guaranteed)]))
+
+
+@dataclass
+class Result:
+    """A design point and every metric of it."""
+    point: DesignPoint
+    metrics: dict[str, Any]
+
+    @property
+    def feasible(self) -> bool:
+        return bool(self.metrics["feasible"])
+
+    @property
+    def reason(self) -> str:
+        return self.metrics["infeasible_reason"]
+
+    def to_json(self) -> dict[str, Any]:
+        """Flat JSON object: the design's knobs (resolved) and every metric."""
+        out = {k: v for k, v in self.point.to_dict(resolved=True).items()}
+        out.update(self.metrics)
+        return out
+
+
+def evaluate(point: DesignPoint, workload: Workload | None = None) -> Result:
+    """Evaluate one design point (``workload``: a pre-loaded trace window for the routing stage)."""
+    ctx = Context(point, workload=workload)
+    for st in STAGES:
+        if st.needs_feasible and not ctx.feasible:
+            continue
+        ctx.metrics.update(st.run(ctx))
+    m = ctx.metrics
+    m["feasible"] = ctx.feasible
+    m["infeasible_reason"] = "; ".join(ctx.reasons)
+    for k in GUARANTEED_KEYS:
+        m.setdefault(k, None)
+    for k, v in m.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ArithmeticError(f"metric {k} = {v} is not finite for {point}")  # a model bug
+    return Result(point, m)

@@ -1,0 +1,1 @@
+"""The pipeline's stages, one module each, in the order of ``dse.pipeline.evaluate.STAGES``."""

@@ -1,0 +1,39 @@
+"""Stage ``cost``: dies per wafer, yield, die and pool cost, energy per token and $ per million
+tokens, beside the iso-compute GPU pools.
+
+Wiring only: the physics is in ``dse.hardware.cost``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from dse.constants import C
+from dse.hardware import cost
+from dse.pipeline.context import Context
+from dse.workload.catalog import get_gpu, gpus
+
+GUARANTEED_KEYS = ("die_cost_usd", "pool_cost_usd", "usd_per_mtok")
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    p, m0 = ctx.point, ctx.metrics
+    die_usd = cost.die_cost_usd(C.die_width_mm, C.die_height_mm)
+    pool_usd = cost.pool_cost_usd(ctx.dies, die_usd, p.dies_per_package)
+    t_tok = m0["ffn_latency_us_per_token"]
+    out: dict[str, Any] = {
+        "dies_per_wafer": cost.gross_dies_per_wafer(C.die_width_mm, C.die_height_mm),
+        "die_yield": cost.murphy_yield(C.die_width_mm * C.die_height_mm, C.defect_density_per_cm2),
+        "die_cost_usd": die_usd,
+        "pool_cost_usd": pool_usd,
+        "pool_energy_uj_per_token": m0["pool_power_w"] * t_tok,
+        "usd_per_mtok": cost.usd_per_mtok(pool_usd, m0["pool_power_w"], t_tok),
+    }
+    for key in gpus():
+        n, t_g = ctx.number(f"{key}_dies_iso_compute"), ctx.number(f"{key}_us_per_token")
+        price = getattr(C, f"gpu_price_usd_{key}", None)
+        if n is None or t_g is None or price is None:
+            out[f"{key}_usd_per_mtok"] = None
+            continue
+        out[f"{key}_pool_cost_usd"] = n * price
+        out[f"{key}_usd_per_mtok"] = cost.usd_per_mtok(n * price, n * get_gpu(key).board_power_w, t_g)
+    return out
