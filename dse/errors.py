@@ -5,6 +5,9 @@ anything else is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
+import math
+from typing import Any
+
 
 class DSEError(Exception):
     """A mistake in user input (file, key, value) or an unusable environment."""
@@ -45,3 +48,25 @@ def check_top_level(data, allowed: tuple[str, ...], source: str) -> str:
 def where(source: str | None, key: str) -> str:
     """Format the location of a value: ``file.toml: hardware.core_side``."""
     return f"{source}: {key}" if source else key
+
+
+def show_value(value: Any, limit: int = 60) -> str:
+    """A user value as it would read in TOML, cut to ``limit`` characters (errors stay one short line)."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, float) and not math.isfinite(value):
+        text = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def type_name(value: Any) -> str:
+    """The TOML name of a value's type, for 'got a ...' hints."""
+    if isinstance(value, bool):
+        return "a boolean"
+    for typ, name in ((int, "an integer"), (float, "a float"), (str, "a string"), (list, "an array"),
+                      (dict, "a table")):
+        if isinstance(value, typ):
+            return name
+    return "a date/time" if hasattr(value, "isoformat") else type(value).__name__

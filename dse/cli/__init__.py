@@ -34,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from dse import __version__
+    from dse.version import __version__
     parser = _Parser(prog="dse", description="Design-space exploration for resident near-memory MoE FFN pools.")
     parser.add_argument("--version", action="version", version=f"rexpert-dse {__version__}")
     parser.add_argument("--catalog", metavar="FILE", action="append", default=[],

@@ -63,7 +63,7 @@ def point_from_args(args: argparse.Namespace) -> DesignPoint:
     if trace:
         overrides.append(f"trace={trace}")
         if not args.config:  # model and batch follow the trace unless given
-            from dse.workload.trace import peek_meta
+            from dse.workload.load import peek_meta
             meta = peek_meta(trace, args.model)
             if not args.model:
                 overrides.append(f"model={meta.model}")

@@ -42,7 +42,7 @@ def register(sub) -> None:
 def _base(args: argparse.Namespace, preset_base: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """Preset defaults, then the config file's explicit keys, then --batch."""
     from dse.spec import DesignPoint
-    from dse.spec.design import read_toml
+    from dse.tomlfile import read_toml
     base = dict(preset_base)
     source = None
     if args.config:

@@ -40,7 +40,7 @@ def pick(res: StudyResults, *, knee: bool = False, trial: int | None = None) -> 
 
 def design_document(res: StudyResults, r: TrialRecord, workload: str | None = None) -> dict[str, Any]:
     """The TOML document (as a dict) of trial ``r`` on one workload model."""
-    from dse import __version__
+    from dse.version import __version__
     from dse.pipeline.evaluate import evaluate
     from dse.spec import DesignPoint
     cfg = res.cfg

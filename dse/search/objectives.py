@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from dse.errors import ConfigError, check_top_level, suggest as _suggest
-from dse.spec.design import read_toml
+from dse.tomlfile import read_toml
 
 DIRECTIONS = ("minimize", "maximize")
 AGGREGATES = ("worst", "mean", "sum", "max", "min")

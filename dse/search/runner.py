@@ -89,10 +89,10 @@ def jsonable(m: Mapping[str, Any]) -> dict[str, Any]:
 
 def design_key(cfg: StudyConfig, design: Mapping[str, Any]) -> str:
     """Digest of a design: knobs resolved (derived PE groups filled), model excluded."""
-    from dse.spec import DesignPoint
+    from dse.spec import DesignPoint, default_pe_groups
     try:
         d = DesignPoint.from_dict({**design, "model": cfg.models[0]}).to_dict()
-        d["pe_groups_per_core"] = d["pe_groups_per_core"] or d["core_side"] ** 2
+        d["pe_groups_per_core"] = d["pe_groups_per_core"] or default_pe_groups(d["core_side"])
         d.pop("model")
     except ConfigError:
         d = dict(design)
@@ -156,7 +156,7 @@ def open_study(cfg: StudyConfig, *, create: bool, n_existing_hint: int | None = 
     fp = cfg.fingerprint()
     attrs = study.user_attrs
     if "dse_fingerprint" not in attrs:
-        from dse import __version__
+        from dse.version import __version__
         study.set_user_attr("dse", {"study_file": str(cfg.source), "objectives": cfg.objectives.names,
                                     "directions": cfg.objectives.directions,
                                     "constraints": [c.name for c in cfg.objectives.constraints],

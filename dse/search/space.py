@@ -31,7 +31,7 @@ from typing import Any, Mapping
 
 from dse.errors import ConfigError, check_top_level, suggest as _suggest
 from dse.search import expr
-from dse.spec.design import read_toml
+from dse.tomlfile import read_toml
 from dse.spec.params import BY_NAME, Param, coerce, names
 
 TYPES = ("int", "float", "log", "categorical", "fixed")

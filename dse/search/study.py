@@ -42,8 +42,8 @@ from typing import Any, Mapping
 from dse.errors import ConfigError, suggest as _suggest
 from dse.search.objectives import ObjectiveSet, load_objectives, objectives_from_dict
 from dse.search.space import Space, load_space, space_from_dict
-from dse.spec import DesignPoint
-from dse.spec.design import read_toml
+from dse.spec import DesignPoint, default_pe_groups
+from dse.tomlfile import read_toml
 from dse.spec.params import BY_NAME, coerce, names
 
 TOP_KEYS = ("study", "sampler", "workload", "base")
@@ -86,8 +86,8 @@ class StudyConfig:
     def base_env(self) -> dict[str, Any]:
         """Knob values the space's bounds and conditions see for knobs it does not set."""
         env = DesignPoint.from_dict({**self.base, "model": self.models[0]}).to_dict()
-        env["pe_groups_per_core"] = env["pe_groups_per_core"] if env["pe_groups_per_core"] is not None else \
-            env["core_side"] ** 2
+        if env["pe_groups_per_core"] is None:
+            env["pe_groups_per_core"] = default_pe_groups(env["core_side"])
         return env
 
     def design(self, values: Mapping[str, Any]) -> dict[str, Any]:

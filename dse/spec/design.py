@@ -7,17 +7,22 @@ from a TOML file, or with ``--set KEY=VALUE`` overrides; every value is checked 
 """
 from __future__ import annotations
 
-import tomllib
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from dse.errors import ConfigError, suggest as _suggest, where
-from dse.spec.params import BY_NAME, PARAMS, PARTS, coerce, names, show_value
+from dse.errors import ConfigError, show_value, suggest as _suggest, where
+from dse.spec.params import BY_NAME, PARAMS, PARTS, coerce, names
+from dse.tomlfile import read_toml
 
 # Sections a design file may carry besides the three parts: written by `dse export`,
 # informational on input (re-evaluation recomputes the metrics).
 INFO_SECTIONS = ("metrics", "provenance")
+
+
+def default_pe_groups(core_side: int) -> int:
+    """PE groups per core when ``pe_groups_per_core`` is not set: one per unit, core_side^2."""
+    return core_side ** 2
 
 
 @dataclass(frozen=True)
@@ -63,8 +68,8 @@ class DesignPoint:
     # -- derived defaults --------------------------------------------------------------
     @property
     def groups(self) -> int:
-        """PE groups per core (default core_side^2)."""
-        return self.pe_groups_per_core if self.pe_groups_per_core is not None else self.core_side ** 2
+        """PE groups per core (default: one per unit, ``default_pe_groups(core_side)``)."""
+        return self.pe_groups_per_core if self.pe_groups_per_core is not None else default_pe_groups(self.core_side)
 
     @property
     def run_batch(self) -> int:
@@ -144,43 +149,6 @@ class DesignPoint:
         if self.core_side > side_max:
             raise ConfigError(f"{where(source, 'hardware.core_side')} = {self.core_side}: must be an integer "
                               f"in [1, {side_max}] (the die is {self.die_units_x} x {self.die_units_y} units)")
-
-
-# Input files are small; a larger one is a mistake (or /dev/zero): refuse before reading it all.
-MAX_TOML_BYTES = 16 << 20
-
-
-def read_toml(path: Path, *, allow_empty: bool = True) -> dict[str, Any]:
-    """Read a TOML file with one-line errors for missing / unreadable / malformed / oversized files.
-
-    ``allow_empty=False`` refuses a file with no keys at all (an empty or truncated file)."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_TOML_BYTES + 1)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, expected a TOML file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(raw) > MAX_TOML_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_TOML_BYTES >> 20} MiB, not a configuration file")
-    try:
-        text = raw.decode("utf-8-sig")  # a byte-order mark (some editors write one) is harmless
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a UTF-8 text file (expected TOML)") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: TOML syntax error: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: TOML nested too deeply (arrays / inline tables)") from None
-    except ValueError as exc:  # e.g. an integer literal beyond Python's digit limit
-        raise ConfigError(f"{path}: TOML value not representable: {str(exc)[:80]}") from None
-    if not data and not allow_empty:
-        raise ConfigError(f"{path}: empty file (no keys); give at least one key, or omit the file "
-                          f"to use the defaults")
-    return data
 
 
 def _key(key: Any) -> str:

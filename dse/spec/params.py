@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from dse.errors import ConfigError, where
+from dse.errors import ConfigError, show_value, type_name, where
 
 # Longest free-text knob value (a trace path, a model name): errors and files stay bounded.
 MAX_STRING_CHARS = 4096
@@ -49,28 +49,6 @@ class Param:
     def choice_values(self) -> tuple[str, ...]:
         c = self.choices
         return tuple(c()) if callable(c) else tuple(c or ())
-
-
-def show_value(value: Any, limit: int = 60) -> str:
-    """A user value as it would read in TOML, cut to ``limit`` characters (errors stay one short line)."""
-    if isinstance(value, bool):
-        text = "true" if value else "false"
-    elif isinstance(value, float) and not math.isfinite(value):
-        text = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    else:
-        text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def type_name(value: Any) -> str:
-    """The TOML name of a value's type, for 'got a ...' hints."""
-    if isinstance(value, bool):
-        return "a boolean"
-    for typ, name in ((int, "an integer"), (float, "a float"), (str, "a string"), (list, "an array"),
-                      (dict, "a table")):
-        if isinstance(value, typ):
-            return name
-    return "a date/time" if hasattr(value, "isoformat") else type(value).__name__
 
 
 def _fmt(x: float | None) -> str:

@@ -15,8 +15,8 @@ from typing import Any
 
 from dse.data import load_toml
 from dse.errors import ConfigError
+from dse.units import GIB
 
-GIB = 1 << 30
 
 _REQUIRED = {"name": str, "experts": int, "top_k": int, "moe_layers": int, "hidden": int,
              "expert_intermediate": int}
@@ -95,7 +95,7 @@ _ATTENTION = ("kv_bytes_per_ctx_token", "non_expert_bytes")
 
 
 def _show(v: Any) -> str:
-    from dse.spec.params import show_value
+    from dse.errors import show_value
     return show_value(v)
 
 
@@ -192,7 +192,7 @@ def _catalog(user_files: tuple[str, ...]) -> dict[str, MoEModel]:
         m = _validate_table(tkey, t, "dse/data/models.toml")
         models[m.name] = m
     for f in user_files:
-        from dse.spec.design import read_toml
+        from dse.tomlfile import read_toml
         data = read_toml(Path(f))
         if not data:
             raise ConfigError(f"{f}: empty catalog (expected [name] tables with: {', '.join(_REQUIRED)})")

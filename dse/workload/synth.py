@@ -252,7 +252,7 @@ def cache_dir() -> Path | None:
 
 
 def _cache_key(model, batch: int, steps: int, seed: int, prof: str | None) -> str:
-    from dse import __version__
+    from dse.version import __version__
     from dse.data import path as data_path
     h = hashlib.sha256()
     for part in (CACHE_FORMAT, __version__, np.__version__, model.name, model.experts, model.top_k,

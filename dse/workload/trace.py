@@ -25,7 +25,6 @@ so a million-token trace is scheduled in bounded memory (:meth:`TraceFile.chunks
 """
 from __future__ import annotations
 
-import functools
 import os
 import zipfile
 import zlib
@@ -40,6 +39,9 @@ from dse.errors import ConfigError, TraceError
 FORMAT = "rexpert-trace/1"
 MEMBERS = ("experts", "model", "batch", "n_experts", "source", "format")
 DUMP_SUFFIXES = (".json", ".jsonl", ".ndjson")
+WRITE_CHUNK_TOKEN_LAYERS = 4096     # steps x layers written per chunk by save_trace
+LOAD_CHUNK_IDS = 1 << 22            # ids (4 M) read per chunk by TraceFile.load
+SKIP_BLOCK_BYTES = 1 << 24          # bytes read per call while skipping inside a member
 # What a damaged archive raises while its members are read (bad CRC, bad deflate stream, a member
 # header that does not match the directory, an unsupported compression method, an "encrypted"
 # flag: RuntimeError).
@@ -161,7 +163,7 @@ def _write_meta(zf: zipfile.ZipFile, meta: TraceMeta) -> None:
 
 def save_trace(trace: Trace, path: str | Path, compress: bool = True) -> Path:
     """Write ``trace`` in the ``rexpert-trace/1`` format."""
-    return write_chunks(path, trace.meta, trace.chunks(max(1, 4096 // max(1, trace.meta.layers))), compress)
+    return write_chunks(path, trace.meta, trace.chunks(max(1, WRITE_CHUNK_TOKEN_LAYERS // max(1, trace.meta.layers))), compress)
 
 
 def write_chunks(path: str | Path, meta: TraceMeta, chunks, compress: bool = True) -> Path:
@@ -302,7 +304,7 @@ class TraceFile:
                 s += n
 
     def load(self, start: int = 0, stop: int | None = None) -> Trace:
-        parts = list(self.chunks(max(1, (1 << 22) // max(1, self.meta.layers * self.meta.batch * self.meta.top_k)),
+        parts = list(self.chunks(max(1, LOAD_CHUNK_IDS // max(1, self.meta.layers * self.meta.batch * self.meta.top_k)),
                                  start, stop))
         ids = np.concatenate(parts, axis=0)
         return Trace(replace(self.meta, steps=ids.shape[0]), ids)
@@ -310,7 +312,7 @@ class TraceFile:
 
 def _skip(fh, nbytes: int) -> None:
     while nbytes > 0:
-        got = fh.read(min(nbytes, 1 << 24))
+        got = fh.read(min(nbytes, SKIP_BLOCK_BYTES))
         if not got:
             return
         nbytes -= len(got)
@@ -319,34 +321,6 @@ def _skip(fh, nbytes: int) -> None:
 def is_dump(path: str | Path) -> bool:
     """A router dump (JSON / JSON lines) rather than a converted archive."""
     return Path(path).suffix.lower() in DUMP_SUFFIXES
-
-
-def open_trace(path: str | Path) -> TraceFile:
-    return TraceFile(path)
-
-
-def load_any(path: str | Path, model: str | None = None, batch: int | None = None) -> Trace:
-    """A trace from an archive or (converted in memory) from an unconverted router dump.
-
-    ``model`` checks the trace against the design's model; ``batch`` regroups the tokens into
-    decode steps of that batch (dropping a trailing partial step)."""
-    p = Path(path)
-    if is_dump(p):
-        from dse.workload.convert import convert
-        tr = convert([p], model=model, batch=batch)
-    else:
-        tr = open_trace(p).load()
-    check_model(tr.meta, model)
-    if batch is not None and batch != tr.meta.batch:
-        tr = regroup(tr, batch)
-    return tr
-
-
-def peek_meta(path: str | Path, model: str | None = None) -> TraceMeta:
-    """Metadata of a trace archive (header only) or of a router dump (converted, cached)."""
-    if is_dump(path):
-        return load_cached(path, model=model).meta
-    return open_trace(path).meta
 
 
 def regroup(trace: Trace, batch: int) -> Trace:
@@ -370,20 +344,3 @@ def loads(ids: np.ndarray, n_experts: int) -> np.ndarray:
     off = (np.arange(s * l, dtype=np.int64) * n_experts).reshape(s, l, 1, 1)
     flat = (ids.astype(np.int64) + off).ravel()
     return np.bincount(flat, minlength=s * l * n_experts).astype(np.int32).reshape(s, l, n_experts)
-
-
-@functools.lru_cache(maxsize=8)
-def cached_file(path: str, mtime_ns: int, size: int, model: str | None, batch: int | None) -> Trace:
-    """A loaded trace, cached per (path, modification time, size, model, batch)."""
-    return load_any(path, model=model, batch=batch)
-
-
-def load_cached(path: str | Path, model: str | None = None, batch: int | None = None) -> Trace:
-    p = Path(path)
-    try:
-        st = p.stat()
-    except FileNotFoundError:
-        raise TraceError(f"{p}: no such file (trace = a .npz trace, a router dump, 'catalog' or 'synthetic')") from None
-    except OSError as exc:
-        raise TraceError(f"{p}: cannot read ({exc.strerror or exc})") from None
-    return cached_file(str(p.resolve()), st.st_mtime_ns, st.st_size, model, batch)

@@ -26,7 +26,8 @@ import numpy as np
 from dse.errors import TraceError
 from dse.units import MIB
 from dse.workload.catalog import MoEModel, get_model
-from dse.workload.trace import TraceFile, TraceMeta, check_model, is_dump, load_cached, loads
+from dse.workload.load import load_cached
+from dse.workload.trace import TraceFile, TraceMeta, check_model, is_dump, loads
 
 STREAM_BYTES = 32 * MIB           # traces whose load array exceeds this are streamed, not cached
 CHUNK_STEPS = 64                  # steps per streamed chunk
