@@ -1,7 +1,6 @@
 """Unit conversions, named (decimal SI for rates and energies, binary for capacities)."""
 from __future__ import annotations
 
-KIB = 1 << 10
 MIB = 1 << 20
 GIB = 1 << 30
 
@@ -13,8 +12,12 @@ GB_PER_TB = 1e3
 GB_PER_PB = 1e6
 FLOPS_PER_GFLOP = 1e9
 NS_PER_US = 1e3
+US_PER_NS = 1e-3
 US_PER_S = 1e6
 UJ_PER_PJ = 1e-6
+MM2_PER_UM2 = 1e-6
+HZ_PER_MHZ = 1e6
+GHZ_PER_MHZ = 1e-3
+TOKENS_PER_MTOK = 1e6
 J_PER_PJ = 1e-12
 S_PER_US = 1e-6
-W_PER_KW = 1e3

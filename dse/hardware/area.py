@@ -10,6 +10,7 @@ The die budget is die_width_mm x die_height_mm (400 mm2); over budget is infeasi
 from __future__ import annotations
 
 from dse.constants import C
+from dse.units import BITS_PER_BYTE, MM2_PER_UM2
 
 
 # Relative tolerance of "over the area budget" (rounding of an exactly-full die is not a violation).
@@ -26,7 +27,7 @@ def over_budget(die_area_mm2: float, budget_mm2: float) -> bool:
 
 
 def reram_area_mm2(capacity_bytes: float) -> float:
-    return capacity_bytes * 8 * C.bitcell_um2 * 1e-6 / C.reram_array_efficiency
+    return capacity_bytes * BITS_PER_BYTE * C.bitcell_um2 * MM2_PER_UM2 / C.reram_array_efficiency
 
 
 def pe_area_mm2(active_units: int, tile_width: int) -> float:

@@ -44,12 +44,16 @@ def multicast_demand_gbps(streams: float, stream_gbps: float) -> float:
     return streams * stream_gbps
 
 
+# A share that lands on a whole count up to rounding (4.0000000001 streams) is that count.
+WHOLE_STREAM_TOLERANCE = 1e-9
+
+
 def streams_closed_form(units_in_core: int, streams_per_unit: float, whole: bool = True) -> float:
     """Concurrent multicast streams per core without a trace: a fixed share of the core's units
     (``C.core_mesh_*_streams_per_unit``, from the published p99 = 4 / peak = 6 at 16 units).
     ``whole`` rounds up to whole streams (a quantile of a count)."""
     x = streams_per_unit * units_in_core
-    return float(math.ceil(x - 1e-9)) if whole else x
+    return float(math.ceil(x - WHOLE_STREAM_TOLERANCE)) if whole else x
 
 
 def multicast_tree_depth_hops(core_side: int) -> int:

@@ -26,7 +26,7 @@ D2D / IO: UCIe PHY area from the provisioned bandwidth at ``C.ucie_gbps_per_mm2`
 from __future__ import annotations
 
 from dse.constants import C
-from dse.units import BITS_PER_BYTE, BITS_PER_GB, J_PER_PJ, S_PER_US
+from dse.units import BITS_PER_BYTE, BITS_PER_GB, J_PER_PJ, MM2_PER_UM2, S_PER_US
 
 # Provision guard: a level with no provision is judged against this (no division by zero).
 MIN_PROVISION_GBPS = 1e-9
@@ -41,12 +41,12 @@ def router_area_mm2(radix: int, width_bits: int) -> float:
     """One router: (buffers + crossbar) x overhead (0.11 mm2 at radix 5, 512 b)."""
     buffers_um2 = radix * C.noc_buffer_flits * width_bits * C.noc_ff_um2
     xbar_um2 = (radix * width_bits * C.noc_wire_pitch_um) ** 2
-    return C.noc_router_overhead * (buffers_um2 + xbar_um2) * 1e-6
+    return C.noc_router_overhead * (buffers_um2 + xbar_um2) * MM2_PER_UM2
 
 
 def link_area_mm2(width_bits: int, length_mm: float) -> float:
     """One direction of one link: repeaters along width x length."""
-    return width_bits * length_mm * C.noc_link_um2_per_bit_mm * 1e-6
+    return width_bits * length_mm * C.noc_link_um2_per_bit_mm * MM2_PER_UM2
 
 
 def mesh_links(w: int, h: int) -> tuple[int, int]:

@@ -4,6 +4,8 @@ Published: 8 packages -> 40 GiB, 524 TB/s, 4.1 PFLOPS.
 """
 from __future__ import annotations
 
+from dse.units import NS_PER_US
+
 
 def node_capacity_bytes(packages_per_node: int, package_capacity_bytes: float) -> float:
     return packages_per_node * package_capacity_bytes
@@ -22,7 +24,7 @@ def node_residual_gbps(tokens: float, hidden: int, act_bytes: float, t_layer_us:
     """Inter-layer residual through the node links of a layer's home die: every token's d-wide
     FP8 activation per layer time, one direction (the layer output leaves at the same rate the
     other way on full-duplex links). GLM-5.2 at B = 128: 16.9 GB/s (published 16.7)."""
-    return tokens * hidden * act_bytes / (t_layer_us * 1e3)
+    return tokens * hidden * act_bytes / (t_layer_us * NS_PER_US)
 
 
 def node_merge_gbps_per_die(tokens: float, bytes_per_token: float, span: int, dies_per_package: int,
@@ -31,4 +33,4 @@ def node_merge_gbps_per_die(tokens: float, bytes_per_token: float, span: int, di
     per-token bytes, P = dies of the group per package (0 unless span > dies per package).
     With the package share this sums to the cross-die (span - 1) / span."""
     p = max(1, min(span, dies_per_package))
-    return tokens * bytes_per_token * (span / p - 1) / span / (t_layer_us * 1e3)
+    return tokens * bytes_per_token * (span / p - 1) / span / (t_layer_us * NS_PER_US)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+from dse.units import NS_PER_US
+
 
 def package_capacity_bytes(dies_per_package: int, die_capacity_bytes: float) -> float:
     return dies_per_package * die_capacity_bytes
@@ -58,10 +60,10 @@ def d2d_demand_gbps_per_die(tokens: float, bytes_per_token: float, span: int, di
     package) dies moves (P - 1) / P of the per-token bytes per die (12.7 GB/s for the default
     model at 16K; 0 at 32K where the layer sits on one die)."""
     p = dies_in_package_share(span, dies_per_package)
-    return tokens * bytes_per_token * (p - 1) / p / (t_layer_us * 1e3)
+    return tokens * bytes_per_token * (p - 1) / p / (t_layer_us * NS_PER_US)
 
 
 def cross_die_demand_gbps_per_die(tokens: float, bytes_per_token: float, span: int, t_layer_us: float) -> float:
     """All off-die merge traffic per die, D2D and node links together: (span - 1) / span of the
     per-token bytes (GLM-5.2, TP = 16, B = 128: 47.6 GB/s; the study's 47.0)."""
-    return tokens * bytes_per_token * (span - 1) / span / (t_layer_us * 1e3)
+    return tokens * bytes_per_token * (span - 1) / span / (t_layer_us * NS_PER_US)

@@ -7,17 +7,18 @@
 from __future__ import annotations
 
 from dse.constants import C
+from dse.units import BYTES_PER_GB, FLOPS_PER_GFLOP, J_PER_PJ
 
 # Every array streaming: the read activity when no schedule says otherwise.
 FULL_READ_ACTIVITY = 1.0
 
 
 def reram_power_w(die_read_gbps: float, read_activity: float = FULL_READ_ACTIVITY) -> float:
-    return C.reram_pj_per_byte * 1e-12 * die_read_gbps * 1e9 * read_activity
+    return C.reram_pj_per_byte * J_PER_PJ * die_read_gbps * BYTES_PER_GB * read_activity
 
 
 def pe_power_w(die_gflops: float, mfu: float) -> float:
-    return C.pe_pj_per_flop * 1e-12 * die_gflops * 1e9 * mfu
+    return C.pe_pj_per_flop * J_PER_PJ * die_gflops * FLOPS_PER_GFLOP * mfu
 
 
 def pool_power_w(dies: float, die_power_w: float) -> float:

@@ -8,6 +8,7 @@ Published design: 16 x 128 b at 200 MHz -> 2 columns/cycle, t_col = 2.5 ns, 51.2
 from __future__ import annotations
 
 from dse.constants import C
+from dse.units import BYTES_PER_GB, GHZ_PER_MHZ, HZ_PER_MHZ, NS_PER_US
 
 
 def frame_bytes(n_macros: int, macro_width_bits: int) -> float:
@@ -22,12 +23,12 @@ def cols_per_macro_cycle(n_macros: int, macro_width_bits: int) -> float:
 
 def t_col_ns(n_macros: int, macro_width_bits: int, macro_mhz: float, read_bw_scale: float = 1.0) -> float:
     """Time to stream one column: 1 / (macro clock x columns per cycle) (2.5 ns published)."""
-    return 1e3 / (macro_mhz * cols_per_macro_cycle(n_macros, macro_width_bits) * read_bw_scale)
+    return NS_PER_US / (macro_mhz * cols_per_macro_cycle(n_macros, macro_width_bits) * read_bw_scale)
 
 
 def unit_read_gbps(n_macros: int, macro_width_bits: int, macro_mhz: float, read_bw_scale: float = 1.0) -> float:
     """Local ReRAM read bandwidth of one unit (51.2 GB/s published)."""
-    return frame_bytes(n_macros, macro_width_bits) * macro_mhz * 1e6 * read_bw_scale / 1e9
+    return frame_bytes(n_macros, macro_width_bits) * macro_mhz * HZ_PER_MHZ * read_bw_scale / BYTES_PER_GB
 
 
 def unit_capacity_bytes(array_depth: int) -> int:
@@ -48,7 +49,7 @@ def unit_macs_per_cycle(tile_width: int) -> int:
 def unit_peak_gflops(tile_width: int, pe_mhz: float) -> float:
     """Peak FP8 GFLOPS of one PE: 2 x w x 128 x f_pe, with the study's 409.6 -> 400 rounding
     (``C.pe_peak_derate``) so that the published 400 GFLOPS / 128 TFLOPS per die come out."""
-    return 2 * unit_macs_per_cycle(tile_width) * pe_mhz * 1e-3 * C.pe_peak_derate
+    return 2 * unit_macs_per_cycle(tile_width) * pe_mhz * GHZ_PER_MHZ * C.pe_peak_derate
 
 
 def balance_flop_per_byte(peak_gflops: float, read_gbps: float) -> float:
@@ -83,4 +84,4 @@ def unit_io_bytes_per_job(chunks_in_unit: int, hidden: int, wave_tokens: int,
 
 def unit_io_gbps(bytes_per_job: float, t_layer_us: float) -> float:
     """Unit-port demand: one job per layer time (1.59 GB/s published as 1.57 for the default)."""
-    return bytes_per_job / (t_layer_us * 1e3)
+    return bytes_per_job / (t_layer_us * NS_PER_US)

@@ -48,9 +48,13 @@ def array_utilization(d_used: int, array_depth: int) -> float:
     return d_used / array_depth
 
 
+# Weights that fill whole dies up to rounding need no extra die.
+WHOLE_DIE_TOLERANCE = 1e-12
+
+
 def dies_by_capacity(weight_bytes: float, die_capacity_bytes: float) -> int:
     """The study's pool die count: ceil(FFN weights / die capacity) (35B: 30.1 GiB / 1.25 -> 25)."""
-    return math.ceil(weight_bytes / die_capacity_bytes - 1e-12)
+    return math.ceil(weight_bytes / die_capacity_bytes - WHOLE_DIE_TOLERANCE)
 
 
 def dies_by_packing(expert_instances: int, tp: int, units_per_die: int) -> int:

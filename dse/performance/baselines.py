@@ -5,6 +5,8 @@ counts may be fractional (3200 / 296 = 10.81 H20 at equal peak compute).
 """
 from __future__ import annotations
 
+from dse.units import US_PER_S
+
 
 def gpus_iso_compute(pool_peak_flops: float, gpu_flops: float) -> float:
     return pool_peak_flops / gpu_flops
@@ -20,4 +22,4 @@ def gpus_iso_capacity(weight_bytes: float, gpu_capacity_bytes: float) -> float:
 
 def gpu_us_per_token(bytes_per_token: float, n_gpus: float, gpu_read_bps: float) -> float:
     """Read-bound per-token time of the FFN on n GPUs."""
-    return bytes_per_token / (n_gpus * gpu_read_bps) * 1e6
+    return bytes_per_token / (n_gpus * gpu_read_bps) * US_PER_S

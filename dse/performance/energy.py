@@ -6,6 +6,8 @@ Without pooling every PE job reads its weights: jobs per layer replace U(B)
 """
 from __future__ import annotations
 
+from dse.units import UJ_PER_PJ
+
 
 def energy_uj(bytes_moved: float, pj_per_byte: float) -> float:
-    return bytes_moved * pj_per_byte * 1e-6
+    return bytes_moved * pj_per_byte * UJ_PER_PJ

@@ -11,11 +11,12 @@
 from __future__ import annotations
 
 from dse.constants import C
+from dse.units import BYTES_PER_GB, FLOPS_PER_GFLOP, US_PER_NS, US_PER_S
 
 
 def t_layer_us(d_used_columns: int, t_col_ns: float) -> float:
     """Time a unit needs to stream its D_used columns once, plus the fixed pulse overhead."""
-    return d_used_columns * t_col_ns * 1e-3 + C.t_layer_fixed_us
+    return d_used_columns * t_col_ns * US_PER_NS + C.t_layer_fixed_us
 
 
 def weight_bytes_per_step(moe_layers: int, union: float, expert_bytes: float, router_bytes: float) -> float:
@@ -29,7 +30,7 @@ def weight_bytes_per_token(bytes_per_step: float, batch: int) -> float:
 
 def read_us_per_token(bytes_per_token: float, read_gbps: float) -> float:
     """Read-bound time per token at an aggregate read bandwidth (GB/s)."""
-    return bytes_per_token / (read_gbps * 1e9) * 1e6
+    return bytes_per_token / (read_gbps * BYTES_PER_GB) * US_PER_S
 
 
 def no_pooling_weight_bytes_per_token(moe_layers: int, jobs_per_layer: float, expert_bytes: float,
@@ -46,7 +47,7 @@ def flops_per_token(moe_layers: int, top_k: int, expert_bytes: float) -> float:
 
 
 def compute_us_per_token(flops: float, peak_gflops: float) -> float:
-    return flops / (peak_gflops * 1e9) * 1e6
+    return flops / (peak_gflops * FLOPS_PER_GFLOP) * US_PER_S
 
 
 def is_read_bound(batch: int, top_k: int, union: float, balance: float) -> bool:

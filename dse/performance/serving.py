@@ -8,10 +8,12 @@ Pipelined AF: TPOT = max(t_attn, t_FFN); homogeneous GPU: TPOT = t_attn + t_FFN,
 """
 from __future__ import annotations
 
+from dse.units import US_PER_S
+
 
 def t_attn_us(context: int, batch: int, kv_bytes_per_ctx_token: float, non_expert_bytes: float,
               attn_read_bps: float) -> float:
-    return (context * kv_bytes_per_ctx_token + non_expert_bytes / batch) / attn_read_bps * 1e6
+    return (context * kv_bytes_per_ctx_token + non_expert_bytes / batch) / attn_read_bps * US_PER_S
 
 
 def tpot_af_us(t_attn: float, t_ffn: float) -> float:

@@ -1,4 +1,4 @@
-"""One-knob sweeps and the two published ones (spec sections 7, 10; issue 4).
+"""One-knob sweeps and the two published ones (spec sections 7, 10).
 
 ``sweep(param, values, models, base)`` evaluates the base design with ``param`` set to each value
 for each model and returns one flat row per (model, value). Two presets reproduce the study's
