@@ -55,6 +55,11 @@ def pool_cost_usd(dies: float, die_cost: float, dies_per_package: int) -> float:
     return dies * die_cost + packages * C.package_cost_usd
 
 
+def pool_energy_uj_per_token(power_w: float, us_per_token: float) -> float:
+    """Energy the pool spends per token served: W x us = uJ."""
+    return power_w * us_per_token
+
+
 def usd_per_mtok(capex_usd: float, power_w: float, us_per_token: float) -> float:
     """Dollars per million tokens: amortised capex per token plus energy per token.
 

@@ -17,6 +17,13 @@ from dse.data import load_toml
 from dse.errors import ConfigError
 from dse.units import GIB
 
+MAX_TABLE_INT = 1 << 24           # largest integer a catalog table may hold (shapes, batches)
+MAX_TABLE_STRING = 200            # longest string value of a catalog table
+# Without a native_batch, a model's batch is the one at which each expert is read by about this
+# many tokens per step on average: B = round(4 E / k).
+NATIVE_BATCH_EXPERT_READS = 4
+WEIGHT_SIZE_TOLERANCE = 0.01      # a table's ffn_weights_gib must match its shape within 1 %
+
 
 _REQUIRED = {"name": str, "experts": int, "top_k": int, "moe_layers": int, "hidden": int,
              "expert_intermediate": int}
@@ -152,13 +159,13 @@ def _validate_table(tkey: str, t: Any, source: str) -> MoEModel:
         if not isinstance(v, typ) or isinstance(v, bool):
             raise ConfigError(f"{source}: {tkey}.{k} = {_show(v)}: must be of type {typ.__name__} "
                               f"({_TYPE_NAMES[typ]})")
-        if typ is int and not (0 <= v <= (1 << 24)):
-            raise ConfigError(f"{source}: {tkey}.{k} = {_show(v)}: must be an integer in [0, {1 << 24}]")
+        if typ is int and not (0 <= v <= MAX_TABLE_INT):
+            raise ConfigError(f"{source}: {tkey}.{k} = {_show(v)}: must be an integer in [0, {MAX_TABLE_INT}]")
         if typ is float and not math.isfinite(v):
             raise ConfigError(f"{source}: {tkey}.{k} = {_show(v)}: must be finite")
-        if typ is str and k != "source" and (not v.strip() or len(v) > 200 or "\x00" in v):
+        if typ is str and k != "source" and (not v.strip() or len(v) > MAX_TABLE_STRING or "\x00" in v):
             raise ConfigError(f"{source}: {tkey}.{k} = {_show(v)}: must be a non-empty string of at most "
-                              f"200 characters")
+                              f"{MAX_TABLE_STRING} characters")
         kwargs[k] = v
     for k in ("experts", "top_k", "moe_layers", "hidden", "expert_intermediate"):
         if kwargs[k] < 1:
@@ -171,10 +178,11 @@ def _validate_table(tkey: str, t: Any, source: str) -> MoEModel:
         _validate_attention(tkey, kwargs["attention"], source)
     model = MoEModel(**kwargs)
     if model.native_batch == 0:
-        object.__setattr__(model, "native_batch", max(1, round(4 * model.experts / model.top_k)))
+        object.__setattr__(model, "native_batch",
+                           max(1, round(NATIVE_BATCH_EXPERT_READS * model.experts / model.top_k)))
     if model.ffn_weights_gib is not None:
         got = model.ffn_weight_bytes / GIB
-        if abs(got / model.ffn_weights_gib - 1) > 0.01:
+        if abs(got / model.ffn_weights_gib - 1) > WEIGHT_SIZE_TOLERANCE:
             raise ConfigError(f"{source}: {tkey}.ffn_weights_gib = {model.ffn_weights_gib}: the shape gives "
                               f"{got:.2f} GiB (layers x (experts + shared) x 3 d d_ff); fix one of them")
     return model

@@ -25,7 +25,7 @@ def run(ctx: Context) -> dict[str, Any]:
         "die_yield": cost.murphy_yield(C.die_width_mm * C.die_height_mm, C.defect_density_per_cm2),
         "die_cost_usd": die_usd,
         "pool_cost_usd": pool_usd,
-        "pool_energy_uj_per_token": m0["pool_power_w"] * t_tok,
+        "pool_energy_uj_per_token": cost.pool_energy_uj_per_token(m0["pool_power_w"], t_tok),
         "usd_per_mtok": cost.usd_per_mtok(pool_usd, m0["pool_power_w"], t_tok),
     }
     for key in gpus():
