@@ -84,7 +84,9 @@ def sweep(param: str, values: list[str], models: Iterable[str], base: dict[str, 
             point = DesignPoint.from_dict({**base, "model": model},
                                           overrides=[*(overrides or []), f"{param}={v}"], source=source)
             r = evaluate(point)
-            rows.append({"model": model, param: getattr(point, param), **r.metrics})
+            row = {"model": model, param: getattr(point, param)}
+            row.update({k: v for k, v in r.metrics.items() if k not in row})   # the swept knob wins
+            rows.append(row)
     return rows
 
 

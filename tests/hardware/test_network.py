@@ -225,7 +225,7 @@ def test_headroom_and_violation_flags():
 def test_guaranteed_keys_on_infeasible_design():
     r = evaluate(DesignPoint.from_dict({"model": "glm-5.2", "array_depth": "16K", "trace": "catalog"}))
     assert not r.feasible
-    for k in ("d2d_gbps_per_die", "round_stretch", "effective_mfu", "comm_violation", "network_area_mm2",
+    for k in ("d2d_demand_gbps_per_die", "round_stretch", "effective_mfu", "comm_violation", "network_area_mm2",
               "mm2_per_occupancy", "usd_per_mtok", "core_mesh_headroom_gbps"):
         assert k in r.metrics and r.metrics[k] is None
     assert math.isfinite(metrics()["comm_violation"])

@@ -70,7 +70,7 @@ def test_synthetic_default_metrics_are_consistent():
     assert r.point.trace == "synthetic" and m["union_source"] == "synthetic"
     assert m["actual_mfu"] == pytest.approx(m["ideal_mfu"] * m["occupancy"])
     mod = get_model(r.point.model)
-    mb = mod.moe_layers * (m["union_experts"] * mod.expert_bytes + mod.router_bytes) / m["batch"] / 1e6
+    mb = mod.moe_layers * (m["union_experts"] * mod.expert_bytes + mod.router_bytes) / m["run_batch"] / 1e6
     assert m["weight_mb_per_token"] == pytest.approx(mb)          # latency / energy use the trace's U(B)
     assert m["readouts_per_layer_unpooled"] == pytest.approx(m["jobs_per_layer"])
     assert m["union_experts"] <= m["readouts_per_layer_pooled"] <= m["jobs_per_layer"]

@@ -21,9 +21,8 @@ shares ``C.core_mesh_*_streams_per_unit`` (``core_mesh_streams_source`` says whi
 ``effective_mfu`` = ``actual_mfu`` / ``round_stretch`` needs the scheduler's ``actual_mfu``
 (None for ``trace = catalog``), as do ``effective_occupancy`` and ``mm2_per_occupancy``.
 
-JSON note: ``d2d_gbps_per_die`` is both a knob (the provision) and a metric (the demand, the
-name the published figures use); metrics follow knobs in the JSON, so there it is the demand.
-The provision is also ``d2d_provision_gbps_per_die``.
+Knobs and metrics share no name: the knob ``d2d_gbps_per_die`` is the D2D provision (echoed as
+``d2d_provision_gbps_per_die``), the metric ``d2d_demand_gbps_per_die`` the demand.
 """
 from __future__ import annotations
 
@@ -38,7 +37,7 @@ LEVELS = ("unit_io", "core_mesh", "die_noc", "d2d", "node")
 
 GUARANTEED_KEYS = (
     "unit_io_gbps", "core_mesh_p99_gbps", "die_noc_busiest_link_gbps", "d2d_demand_gbps_per_die",
-    "d2d_gbps_per_die", "node_residual_gbps", "round_stretch", "effective_mfu", "comm_violation",
+    "node_residual_gbps", "round_stretch", "effective_mfu", "comm_violation",
     *(f"{lvl}_headroom_gbps" for lvl in LEVELS), *(f"{lvl}_load" for lvl in LEVELS),
     *(f"{lvl}_over" for lvl in LEVELS),
 )
@@ -151,7 +150,6 @@ def package_and_node(ctx: Context) -> dict[str, Any]:
         "cross_die_bytes_per_token": bpt,
         "d2d_demand_gbps_per_die": d2d,
         "d2d_provision_gbps_per_die": p.d2d_gbps_per_die,
-        "d2d_gbps_per_die": d2d,               # the demand (see the module docstring)
         "cross_die_gbps_per_die": package.cross_die_demand_gbps_per_die(B, bpt, span, t),
         "node_residual_gbps": resid,
         "node_merge_gbps_per_die": merge,

@@ -24,8 +24,7 @@ def run(ctx: Context) -> dict[str, Any]:
     sh = sharding.shard(model.hidden, model.expert_intermediate, p.array_depth)
     ctx.model, ctx.hierarchy, ctx.sharding = model, h, sh
     m: dict[str, Any] = {
-        "model": model.name,
-        "batch": p.run_batch,
+        "run_batch": p.run_batch,
         "t_col_ns": h.t_col_ns,
         "cores_per_die": h.cores_per_die,
         "core_grid": f"{h.core_grid[0]}x{h.core_grid[1]}",
