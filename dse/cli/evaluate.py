@@ -17,7 +17,8 @@ GROUPS = {
     "routing": ["union_experts", "union_source", "ideal_mfu", "occupancy", "actual_mfu", "rounds", "jobs_per_layer",
                 "multicast_streams_mean", "multicast_streams_p99", "multicast_streams_peak",
                 "readouts_per_layer_pooled", "readouts_per_layer_unpooled", "no_pooling_weight_mb_per_token"],
-    "latency": ["t_layer_us", "ffn_latency_us_per_token", "read_bound",
+    "latency": ["t_layer_us", "ffn_latency_us_per_token", "read_bound", "delivered_pflops",
+                "ffn_us_per_token_delivered", "delivered_tokens_per_s",
                 "h20_us_per_token", "speedup_vs_h20", "h100_us_per_token", "speedup_vs_h100"],
     "energy": ["weight_mb_per_token", "weight_energy_uj_per_token", "h20_weight_energy_uj_per_token"],
     "serving": ["t_attn_us", "tpot_af_us", "tpot_gpu_only_us", "af_gain"],
@@ -26,7 +27,8 @@ GROUPS = {
                       "node_demand_gbps", "node_provision_gbps", "comm_violation", "round_stretch", "effective_mfu"],
     "area / power": ["die_area_mm2", "die_area_budget_mm2", "network_area_mm2", "mm2_per_occupancy", "die_power_w",
                      "pool_power_w"],
-    "cost": ["die_cost_usd", "pool_cost_usd", "usd_per_mtok", "h20_usd_per_mtok", "h100_usd_per_mtok"],
+    "cost": ["die_cost_usd", "pool_cost_usd", "usd_per_mtok", "usd_per_mtok_delivered", "h20_usd_per_mtok",
+             "h100_usd_per_mtok"],
 }
 
 

@@ -216,7 +216,7 @@ def test_headroom_and_violation_flags():
         assert m[f"{lvl}_over"] is False
     assert m["comm_violation"] == pytest.approx(max(m[f"{lvl}_load"] for lvl in
                                                     ("unit_io", "core_mesh", "die_noc", "d2d", "node")) - 1)
-    assert m["d2d_gbps_per_die"] == m["d2d_demand_gbps_per_die"] and m["d2d_provision_gbps_per_die"] == 96
+    assert "d2d_gbps_per_die" not in m and m["d2d_provision_gbps_per_die"] == 96    # the knob is not a metric
     narrow = metrics(core_mesh_link_bits=256)
     assert narrow["core_mesh_over"] and narrow["comm_violation"] > 0 and not narrow["comm_ok"]
     assert narrow["round_stretch"] > m["round_stretch"]

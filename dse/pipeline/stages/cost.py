@@ -12,7 +12,7 @@ from dse.hardware import cost
 from dse.pipeline.context import Context
 from dse.workload.catalog import get_gpu, gpus
 
-GUARANTEED_KEYS = ("die_cost_usd", "pool_cost_usd", "usd_per_mtok")
+GUARANTEED_KEYS = ("die_cost_usd", "pool_cost_usd", "usd_per_mtok", "usd_per_mtok_delivered")
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -28,6 +28,8 @@ def run(ctx: Context) -> dict[str, Any]:
         "pool_energy_uj_per_token": cost.pool_energy_uj_per_token(m0["pool_power_w"], t_tok),
         "usd_per_mtok": cost.usd_per_mtok(pool_usd, m0["pool_power_w"], t_tok),
     }
+    t_del = ctx.number("ffn_us_per_token_delivered")       # the schedule-aware rate (stage delivered)
+    out["usd_per_mtok_delivered"] = None if t_del is None else cost.usd_per_mtok(pool_usd, m0["pool_power_w"], t_del)
     for key in gpus():
         n, t_g = ctx.number(f"{key}_dies_iso_compute"), ctx.number(f"{key}_us_per_token")
         price = getattr(C, f"gpu_price_usd_{key}", None)
