@@ -24,7 +24,7 @@ def m(**knobs):
     return evaluate(point).metrics
 
 
-# ---- Table I: machine balance (dse/model/balance.py) ----------------------------------------
+# ---- Table I: machine balance (dse/performance/balance.py) ----------------------------------------
 def _gpu_balance(key: str) -> float:
     g = get_gpu(key)
     return balance.flop_per_byte(g.flops, g.read_bps)
@@ -61,7 +61,7 @@ figure("hierarchy.pool_read_tbps_35b", "arithmetic")(lambda: m()["pool_read_tbps
 for _w in (1, 2, 4):
     figure(f"tile.roofline_cap_w{_w}", "arithmetic")(lambda w=_w: roofline_cap(w, m()["balance_flop_per_byte"]))
 
-# ---- Section V-D: array depth (dse/mapping/sharding.py, dse/model/latency.py) ----------------
+# ---- Section V-D: array depth (dse/mapping/sharding.py, dse/performance/latency.py) ----------------
 figure("depth_35b.t_layer_us_32k", "calibrated", note="C.t_layer_fixed_us (0.37 us) is fitted on this figure")(
     lambda: m(array_depth=32768)["t_layer_us"])
 figure("depth_35b.t_layer_us_16k", "arithmetic", note="D_used x t_col + the 0.37 us fitted at 32K")(
@@ -70,7 +70,7 @@ figure("depth_35b.dies_32k", "arithmetic")(lambda: m(array_depth=32768)["dies"])
 figure("depth_35b.dies_16k", "arithmetic")(lambda: m(array_depth=16384)["dies"])
 figure("depth_35b.array_utilization_24k", "arithmetic")(lambda: m(array_depth=24576)["array_utilization"])
 
-# ---- Tables V, VIII: per-token latency and GPU baselines (dse/model/{latency,baselines}.py) --
+# ---- Tables V, VIII: per-token latency and GPU baselines (dse/performance/{latency,baselines}.py) --
 figure("latency_35b.rexpert_us_b8", "arithmetic")(lambda: m(batch=8)["ffn_latency_us_per_token"])
 figure("latency_35b.rexpert_us_b64", "arithmetic")(lambda: m(batch=64)["ffn_latency_us_per_token"])
 figure("latency_35b.h20_dies_iso_compute", "arithmetic")(lambda: m()["h20_dies_iso_compute"])
@@ -86,12 +86,12 @@ figure("latency_35b.h100_dies_iso_bandwidth", "arithmetic")(lambda: m()["h100_di
 figure("latency_35b.bw_sensitivity_h20_gap_b8", "arithmetic")(
     lambda: [m(batch=8, read_bw_scale=0.5)["speedup_vs_h20"], m(batch=8, read_bw_scale=2.0)["speedup_vs_h20"]])
 
-# ---- Table VII: weight-movement energy at B = 64 (dse/model/energy.py) -----------------------
+# ---- Table VII: weight-movement energy at B = 64 (dse/performance/energy.py) -----------------------
 figure("energy_35b.weight_mb_per_token", "arithmetic")(lambda: m(batch=64)["weight_mb_per_token"])
 figure("energy_35b.hbm_uj_per_token", "arithmetic")(lambda: m(batch=64)["h20_weight_energy_uj_per_token"])
 figure("energy_35b.rexpert_uj_per_token", "arithmetic")(lambda: m(batch=64)["weight_energy_uj_per_token"])
 
-# ---- Table XI: AF serving (dse/model/serving.py) ----------------------------------------------
+# ---- Table XI: AF serving (dse/performance/serving.py) ----------------------------------------------
 _AF = {"b8_4k": (8, 4096), "b8_32k": (8, 32768), "b64_4k": (64, 4096), "b64_32k": (64, 32768)}
 for _k, (_b, _ctx) in _AF.items():
     figure(f"af_serving_35b.{_k}", {"*": "calibrated", ".t_ffn_us": "arithmetic"},

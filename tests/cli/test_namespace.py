@@ -21,7 +21,7 @@ def run_cli(capsys, *argv):
 @pytest.mark.parametrize("trace", ["catalog", "synthetic"])
 def test_no_metric_shares_a_knobs_name(capsys, trace):
     out = json.loads(run_cli(capsys, "evaluate", "--json", "--set", f"trace={trace}", "--set", "trace_steps=8"))
-    from dse.model.evaluate import evaluate
+    from dse.pipeline.evaluate import evaluate
     metrics = evaluate(DesignPoint.from_dict({"trace": trace, "trace_steps": 8})).metrics
     knobs = {p.name for p in PARAMS}
     assert not knobs & set(metrics), knobs & set(metrics)
