@@ -18,6 +18,7 @@ class Constant:
     unit: str
     cls: str
     source: str
+    fitted_on: tuple[str, ...] = ()      # `dse reproduce` rows a calibrated constant was fitted on
 
 
 class _Constants:
@@ -25,7 +26,8 @@ class _Constants:
         table = load_toml("constants.toml")
         self._all: dict[str, Constant] = {}
         for name, entry in table.items():
-            c = Constant(name, entry["value"], entry.get("unit", ""), entry["cls"], entry["source"])
+            c = Constant(name, entry["value"], entry.get("unit", ""), entry["cls"], entry["source"],
+                         tuple(entry.get("fitted_on", ())))
             self._all[name] = c
             object.__setattr__(self, name, c.value)
 

@@ -47,7 +47,8 @@ def _models(args: argparse.Namespace) -> int:
 def _constants(args: argparse.Namespace) -> int:
     rows = [(c.name, c.value, c.unit, c.cls, c.source) for c in C.all()]
     if args.json:
-        print(dumps([dict(zip(["name", "value", "unit", "class", "source"], r)) for r in rows]))
+        print(dumps([{**dict(zip(["name", "value", "unit", "class", "source"], r)), "fitted_on": list(c.fitted_on)}
+                     for r, c in zip(rows, C.all())]))
     else:
         print(table(rows, ["constant", "value", "unit", "class", "source"], align="lrlll"))
     return 0

@@ -117,3 +117,10 @@ def test_die_area_is_the_modelled_sum_not_the_budget():
     parts = sum(rows()[f"area_power.{k}"].ours for k in ("reram_area_mm2", "pe_area_mm2", "core_mesh_area_mm2",
                                                          "die_noc_area_mm2", "d2d_io_area_mm2"))
     assert r.ours == pytest.approx(parts) and 380 < r.ours < 395 and r.evidence == "predicted"
+
+
+def test_constants_carry_their_fitted_figures(capsys):
+    from dse.constants import C
+    assert C.describe("stretch_per_hop").fitted_on == ("pooling_35b.round_stretch[1]",)
+    doc = json.loads(run_cli(capsys, "constants", "--json")[1])
+    assert {c["name"]: c["fitted_on"] for c in doc}["t_layer_fixed_us"] == ["depth_35b.t_layer_us_32k"]
