@@ -1,0 +1,223 @@
+"""Vectorised network (40), area / power (50) and cost (60) stages (closed-form streams).
+
+Mirrors `dse.model.network_stage` with the same physics calls; see `dse.vector.structure` for
+how scalar functions are reused. Restatements of the stage's own ``min`` / ``max`` are marked
+``# = stage`` (or ``# = function``) and covered by the equality test.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dse.constants import C
+from dse.hardware import area, core, cost, die, network, node, package, power, unit
+from dse.vector.columns import Columns, categories
+from dse.vector.groups import apply_grouped, memo, per_key
+from dse.vector.structure import Models, geometry_keys
+from dse.vector.table import Table
+from dse.workload.catalog import get_gpu, gpus
+
+LEVELS = ("unit_io", "core_mesh", "die_noc", "d2d", "node")
+
+
+def _level(t: Table, rows: np.ndarray, lvl: str, demand: np.ndarray, provision: np.ndarray, x: dict) -> None:
+    t.put(f"{lvl}_provision_gbps", provision.astype(float), rows)
+    t.put(f"{lvl}_headroom_gbps", provision - demand, rows)
+    load = demand / np.maximum(provision, 1e-9)                          # = stage
+    over = demand > provision * (1 + 1e-9)
+    t.put(f"{lvl}_load", load, rows)
+    t.put(f"{lvl}_over", over, rows)
+    x.setdefault("loads", []).append(load)
+    x.setdefault("overs", []).append(over)
+
+
+@memo
+def _streams(units_in_core: int) -> tuple[float, float, float]:
+    return (core.streams_closed_form(units_in_core, C.core_mesh_mean_streams_per_unit, whole=False),
+            core.streams_closed_form(units_in_core, C.core_mesh_p99_streams_per_unit),
+            core.streams_closed_form(units_in_core, C.core_mesh_peak_streams_per_unit))
+
+
+@memo
+def _side(side: int) -> tuple:
+    return (core.unicast_source_port_factor(core.units_per_core(side)), core.unicast_traffic_factor(side),
+            core.stretch_hop_factor(side, C.stretch_per_hop), core.multicast_tree_depth_hops(side))
+
+
+@memo
+def die_noc_per_layer(side: int, ux: int, uy: int, remainder: str, model: str, batch: int,
+                      order: str) -> tuple[float, float, float, float]:
+    """The network stage's Die-NoC set-up for one floorplan, model, batch and reduction order:
+    (experts per token on the die, tokens per layer, busiest link bytes, all links' bytes)."""
+    from dse.workload.catalog import get_model
+    m = get_model(model)
+    shapes = die.core_shapes(side, ux, uy, remainder)
+    gx, gy = die.core_grid(side, ux, uy, remainder)
+    per_token = m.top_k + m.shared_experts
+    per_layer = m.experts + m.shared_experts
+    share = min(1.0, die.active_units(side, ux, uy, remainder) / per_layer)
+    touch = 1.0 - (1.0 - share) ** per_token
+    tokens_die = batch * touch
+    k_die = per_token * share / touch if touch > 0 else 0.0
+    ports = die.io_port_cores(gx, gy, int(C.die_noc_io_ports))
+    loads = die.die_noc_link_loads(shapes, ports, tokens_die, k_die, m.hidden, C.act_bytes_per_element,
+                                   C.psum_bytes_per_element, order)
+    return k_die, tokens_die, max(loads.values(), default=0.0), sum(loads.values())
+
+
+def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
+    """Stage 40: per-level demand against provision, round stretch."""
+    side, B, tl, mi = c["core_side"], c["batch"], x["t_layer"], x["mi"]
+    d = M.hidden[mi]
+    act_b, psum_b = C.act_bytes_per_element, C.psum_bytes_per_element
+    core_link = core.link_gbps(c["core_mesh_link_bits"], c["noc_ghz"])
+    noc_link = core.link_gbps(c["die_noc_link_bits"], c["noc_ghz"])
+    put = lambda name, v, kind=None: t.put(name, v, ran, kind)          # noqa: E731
+    u_io = unit.unit_io_gbps(unit.unit_io_bytes_per_job(x["cpu"], d, c["tile_width"], act_b, psum_b), tl)
+    put("unit_io_gbps", u_io)
+    _level(t, ran, "unit_io", u_io, core_link, x)
+
+    stream = x["u_bw"]
+    s_mean, s_p99, s_peak = per_key(_streams, x["upc"])
+    prov = core.core_mesh_provision_gbps(side, core_link)
+    uni_port, uni_traffic, hop, depth = per_key(_side, side)
+    peak = core.multicast_demand_gbps(s_peak, stream)
+    put("core_mesh_streams_source", np.array("closed_form", dtype=object), "str")
+    put("multicast_stream_gbps", stream)
+    put("core_mesh_streams_mean", s_mean)
+    put("core_mesh_streams_p99", s_p99)
+    put("core_mesh_streams_peak", s_peak)
+    put("core_mesh_mean_gbps", core.multicast_demand_gbps(s_mean, stream))
+    put("core_mesh_p99_gbps", core.multicast_demand_gbps(s_p99, stream))
+    put("core_mesh_peak_gbps", peak)
+    put("core_mesh_peak_over_provision", peak > prov * (1 + 1e-9))
+    put("unicast_source_port_factor", uni_port)
+    put("unicast_traffic_factor", uni_traffic)
+    _level(t, ran, "core_mesh", core.multicast_demand_gbps(s_p99, stream), prov, x)
+
+    # = core.stretch_contention_factor: max(1, p99 demand / provision)
+    cont = np.maximum(1.0, core.multicast_demand_gbps(s_p99, stream) / core.core_mesh_provision_gbps(side, core_link))
+    put("multicast_tree_depth_hops", depth)
+    put("stretch_hop_factor", hop)
+    put("stretch_contention_factor", cont)
+    put("round_stretch", hop * cont)
+    t.put_none("effective_mfu", ran)
+    t.put_none("effective_occupancy", ran)
+
+    rem, order = categories("core_remainder"), categories("reduction_order")
+    k_die, tok_die, busiest_b, all_b = per_key(
+        lambda s, ux, uy, r, m, b, o: die_noc_per_layer(s, ux, uy, rem[r], M.names[m], b, order[o]),
+        *geometry_keys(c), mi, B, c["reduction_order"])
+    busiest = die.die_noc_busiest_link_gbps({"busiest": busiest_b}, tl)
+    put("experts_per_token_on_die", k_die)
+    put("die_noc_tokens_per_layer", tok_die)
+    put("die_noc_busiest_link_gbps", busiest)
+    _level(t, ran, "die_noc", busiest, noc_link, x)
+    x["die_noc_bytes"] = all_b
+
+    per_layer = M.experts[mi] + M.shared[mi]
+    span = per_key(package.layer_die_span, x["tp"], per_layer, x["units"])
+    bpt = per_key(lambda m, o: package.cross_die_bytes_per_token(
+        int(M.hidden[m]), int(M.top_k[m]), act_b, psum_b, order[o]), mi, c["reduction_order"])
+    dpp = c["dies_per_package"]
+    d2d = apply_grouped(lambda s, p, b, y, z: package.d2d_demand_gbps_per_die(b, y, s, p, z), [span, dpp], [B, bpt, tl])
+    resid = node.node_residual_gbps(B, d, act_b, tl)
+    merge = apply_grouped(lambda s, p, b, y, z: node.node_merge_gbps_per_die(b, y, s, p, z), [span, dpp], [B, bpt, tl])
+    put("layer_die_span", span)
+    put("cross_die_bytes_per_token", bpt)
+    put("d2d_demand_gbps_per_die", d2d)
+    put("d2d_provision_gbps_per_die", c["d2d_gbps_per_die"])
+    put("d2d_gbps_per_die", d2d)
+    put("cross_die_gbps_per_die", package.cross_die_demand_gbps_per_die(B, bpt, span, tl))
+    put("node_residual_gbps", resid)
+    put("node_merge_gbps_per_die", merge)
+    put("node_demand_gbps", resid + merge)
+    _level(t, ran, "d2d", d2d, c["d2d_gbps_per_die"], x)
+    _level(t, ran, "node", resid + merge, c["node_gbps"], x)
+    put("comm_violation", np.maximum.reduce(x["loads"]) - 1.0)         # = stage: max over levels
+    put("comm_ok", ~np.logical_or.reduce(x["overs"]))
+    x.update(core_link=core_link, s_mean=s_mean, u_io=u_io)
+
+
+@memo
+def _core_mesh_mm2(side: int, ux: int, uy: int, remainder: str, bits: int) -> float:
+    px, py = network.unit_pitch_mm(ux, uy)
+    return network.core_mesh_area_mm2(die.core_shapes(side, ux, uy, remainder), bits, px, py)
+
+
+@memo
+def _die_noc_mm2(gx: int, gy: int, bits: int, side: int, ux: int, uy: int) -> float:
+    px, py = network.unit_pitch_mm(ux, uy)
+    return network.die_noc_area_mm2(gx, gy, bits, side * px, side * py)
+
+
+def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.ndarray:
+    """Stage 50: die area and power; returns the rows still feasible (die within budget)."""
+    side, w, ux, uy = c["core_side"], c["tile_width"], c["die_units_x"], c["die_units_y"]
+    rem = categories("core_remainder")
+    cm_bits, noc_bits = c["core_mesh_link_bits"], c["die_noc_link_bits"]
+    gx, gy = x["gx"], x["gy"]
+    core_mesh = per_key(lambda s, a, b, r, bits: _core_mesh_mm2(s, a, b, rem[r], bits), *geometry_keys(c), cm_bits)
+    die_noc = per_key(_die_noc_mm2, gx, gy, noc_bits, side, ux, uy)
+    parts_mm2 = {
+        "reram_area_mm2": area.reram_area_mm2(x["die_cap"]),
+        "pe_area_mm2": area.pe_area_mm2(x["units"], w),
+        "core_mesh_area_mm2": core_mesh,
+        "die_noc_area_mm2": die_noc,
+        "d2d_io_area_mm2": network.d2d_io_area_mm2(c["d2d_gbps_per_die"], c["node_gbps"]),
+    }
+    mfu, read_activity = C.reference_pe_mfu, 1.0
+    tl = x["t_layer"]
+    stream_hops = network.multicast_bit_hops_per_s(x["n_cores"], x["s_mean"], x["u_bw"], x["upc"] - 1)
+    unit_hops = x["units"] * x["u_io"] * 8e9 * np.maximum(0, side - 1)          # = stage
+    noc_hops = network.link_loads_bit_hops_per_s([x["die_noc_bytes"]], tl)
+    parts_w = {
+        "reram_power_w": power.reram_power_w(x["die_bw"], read_activity),
+        "pe_power_w": power.pe_power_w(x["die_fl"], mfu),
+        "core_mesh_power_w": network.fabric_power_w(core_mesh, network.core_mesh_bit_hops_per_s(stream_hops, unit_hops)),
+        "die_noc_power_w": network.fabric_power_w(die_noc, noc_hops),
+        "d2d_io_power_w": network.d2d_io_power_w(c["d2d_gbps_per_die"], c["node_gbps"]),
+    }
+    die_area = sum(parts_mm2.values())
+    die_power = sum(parts_w.values())
+    budget = area.die_budget_mm2()
+    net = core_mesh + die_noc
+    over = ran & (die_area > budget * (1 + 1e-9))
+    if over.any():
+        t.infeasible(over, lambda i: f"die area {die_area[i]:.1f} mm2 exceeds the {budget:.0f} mm2 budget "
+                                     f"(network {core_mesh[i] + die_noc[i]:.1f} mm2)")
+    for k, v in {**parts_mm2, **parts_w}.items():
+        t.put(k, np.asarray(v, dtype=float), ran)
+    t.put("network_area_mm2", net, ran)
+    t.put_none("mm2_per_occupancy", ran)
+    t.put("die_area_mm2", die_area, ran)
+    t.put("die_area_budget_mm2", float(budget), ran)
+    t.put("die_area_slack_mm2", budget - die_area, ran)
+    t.put("die_power_w", die_power, ran)
+    pool_w = power.pool_power_w(x["dies"], die_power)
+    t.put("pool_power_w", pool_w, ran)
+    t.put("power_activity_mfu", float(mfu), ran)
+    t.put("power_read_activity", float(read_activity), ran)
+    x["pool_w"] = pool_w
+    return ran & ~over
+
+
+def cost_stage(c: Columns, M: Models, t: Table, x: dict, rows: np.ndarray) -> None:
+    """Stage 60: die / pool cost, dollars per million tokens (ours and the GPU baselines')."""
+    die_usd = cost.die_cost_usd(C.die_width_mm, C.die_height_mm)
+    pool_usd = per_key(lambda n, p: cost.pool_cost_usd(n, die_usd, p), x["dies"], c["dies_per_package"])
+    t_tok, pool_w = x["t_ffn"], x["pool_w"]
+    t.put("dies_per_wafer", cost.gross_dies_per_wafer(C.die_width_mm, C.die_height_mm), rows)
+    t.put("die_yield", cost.murphy_yield(C.die_width_mm * C.die_height_mm, C.defect_density_per_cm2), rows)
+    t.put("die_cost_usd", float(die_usd), rows)
+    t.put("pool_cost_usd", pool_usd.astype(float), rows)
+    t.put("pool_energy_uj_per_token", pool_w * t_tok, rows)
+    t.put("usd_per_mtok", cost.usd_per_mtok(pool_usd, pool_w, t_tok), rows)
+    for key in gpus():
+        n, t_g = x["gpu"][key]
+        price = getattr(C, f"gpu_price_usd_{key}", None)
+        if price is None:
+            t.put_none(f"{key}_usd_per_mtok", rows)
+            continue
+        g = get_gpu(key)
+        t.put(f"{key}_pool_cost_usd", n * price, rows)
+        t.put(f"{key}_usd_per_mtok", cost.usd_per_mtok(n * price, n * g.board_power_w, t_g), rows)

@@ -1,0 +1,212 @@
+"""Vectorised structure (10), routing (20, catalog unions) and performance (30) stages.
+
+Each function mirrors the scalar stage of the same name in `dse.model.stages` /
+`dse.mapping.routing_stage` line by line, calling the same physics functions: with arrays where
+they are plain arithmetic, once per distinct key (`dse.vector.groups`) where they branch or
+round. The only restatements are the stages' own ``min`` / ``max`` of two metrics (marked
+``# = stage``), whose equality with the scalar path is tested over random designs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dse.constants import C
+from dse.hardware import core, die, node, package, unit
+from dse.mapping import sharding
+from dse.model import balance, baselines, energy, latency, serving
+from dse.vector.columns import Columns, categories
+from dse.vector.groups import memo, per_key
+from dse.vector.table import Table
+from dse.workload.catalog import get_gpu, get_model, gpus
+from dse.workload.union import union_closed_form
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+
+@dataclass
+class Models:
+    """Per-model constants, indexed by the model code of every row."""
+    names: tuple[str, ...]
+    hidden: np.ndarray
+    d_ff: np.ndarray
+    experts: np.ndarray
+    shared: np.ndarray
+    top_k: np.ndarray
+    layers: np.ndarray
+    expert_bytes: np.ndarray
+    router_bytes: np.ndarray
+    weight_bytes: np.ndarray
+    attention: np.ndarray          # bool: AF-serving shape known
+    kv_bytes: np.ndarray
+    non_expert_bytes: np.ndarray
+
+    @classmethod
+    def current(cls) -> "Models":
+        names = categories("model")
+        ms = [get_model(n) for n in names]
+        arr = lambda f, dt=np.int64: np.array([f(m) for m in ms], dtype=dt)  # noqa: E731
+        return cls(names, arr(lambda m: m.hidden), arr(lambda m: m.expert_intermediate), arr(lambda m: m.experts),
+                   arr(lambda m: m.shared_experts), arr(lambda m: m.top_k), arr(lambda m: m.moe_layers),
+                   arr(lambda m: m.expert_bytes), arr(lambda m: m.router_bytes), arr(lambda m: m.ffn_weight_bytes),
+                   arr(lambda m: bool(m.attention), bool),
+                   arr(lambda m: (m.attention or {}).get("kv_bytes_per_ctx_token", 0.0), float),
+                   arr(lambda m: (m.attention or {}).get("non_expert_bytes", 0.0), float))
+
+
+@memo
+def _geometry(side: int, ux: int, uy: int, remainder: str) -> tuple:
+    gx, gy = die.core_grid(side, ux, uy, remainder)
+    return (die.active_units(side, ux, uy, remainder), die.cores_per_die(side, ux, uy, remainder),
+            gx, gy, die.remainder_units(side, ux, uy), f"{gx}x{gy}", len(die.core_shapes(side, ux, uy, remainder)))
+
+
+@memo
+def _shard(hidden: int, d_ff: int, depth: int) -> tuple:
+    s = sharding.shard(hidden, d_ff, depth)
+    return (s.feasible, s.chunk_columns, s.chunks_per_expert, s.tp_degree, s.chunks_per_unit,
+            s.d_used_columns, s.array_utilization)
+
+
+def geometry_keys(c: Columns) -> list[np.ndarray]:
+    return [c["core_side"], c["die_units_x"], c["die_units_y"], c["core_remainder"]]
+
+
+def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
+    """Stage 10: hierarchy per level, sharding, TP, D_used, pool dies."""
+    mi = c["model"]
+    side, w = c["core_side"], c["tile_width"]
+    rem_names = categories("core_remainder")
+    units, cores, gx, gy, rem_units, grid, n_shapes = per_key(
+        lambda s, ux, uy, r: _geometry(s, ux, uy, rem_names[r]), *geometry_keys(c))
+    u_cap = per_key(unit.unit_capacity_bytes, c["array_depth"])
+    u_bw = unit.unit_read_gbps(c["n_macros"], c["macro_width_bits"], c["macro_mhz"], c["read_bw_scale"])
+    u_fl = unit.unit_peak_gflops(w, c["pe_mhz"])
+    caps = {"unit": u_cap, "core": core.core_capacity_bytes(side, u_cap), "die": die.die_capacity_bytes(units, u_cap)}
+    bws = {"unit": u_bw, "core": core.core_read_gbps(side, u_bw), "die": die.die_read_gbps(units, u_bw)}
+    fls = {"unit": u_fl, "core": core.core_peak_gflops(side, u_fl), "die": die.die_peak_gflops(units, u_fl)}
+    dpp, ppn = c["dies_per_package"], c["packages_per_node"]
+    caps["package"] = package.package_capacity_bytes(dpp, caps["die"])
+    bws["package"] = package.package_read_gbps(dpp, bws["die"])
+    fls["package"] = package.package_peak_gflops(dpp, fls["die"])
+    caps["node"] = node.node_capacity_bytes(ppn, caps["package"])
+    bws["node"] = node.node_read_gbps(ppn, bws["package"])
+    fls["node"] = node.node_peak_gflops(ppn, fls["package"])
+    bal = unit.balance_flop_per_byte(u_fl, u_bw)
+    t_col = unit.t_col_ns(c["n_macros"], c["macro_width_bits"], c["macro_mhz"], c["read_bw_scale"])
+    ok, cc, nc, tp, cpu, d_used, util = per_key(lambda m, dep: _shard(int(M.hidden[m]), int(M.d_ff[m]), dep),
+                                                mi, c["array_depth"])
+    ok = ok.astype(bool)
+    t.put("model", np.array(M.names, dtype=object)[mi], kind="str")
+    t.put("batch", c["batch"])
+    t.put("t_col_ns", t_col)
+    t.put("cores_per_die", cores)
+    t.put("core_grid", grid, kind="str")
+    t.put("remainder_units", rem_units)
+    t.put("die_active_units", units)
+    t.put("balance_flop_per_byte", bal)
+    t.put("roofline_cap", np.minimum(1.0, 2.0 * w / bal))          # = stage
+    t.put("chunk_columns", cc)
+    t.put("chunks_per_expert", nc)
+    t.put("ffn_weight_gib", M.weight_bytes[mi] / GIB)
+    for lvl in ("unit", "core", "die", "package", "node"):
+        t.put(f"{lvl}_capacity_mib", caps[lvl] / MIB)
+        t.put(f"{lvl}_read_gbps", bws[lvl].astype(float))
+        t.put(f"{lvl}_gflops", fls[lvl].astype(float))
+    t.put("bytes_per_flop", u_bw / u_fl)
+    upc = core.units_per_core(side)
+    groups_bad = c["pe_groups_per_core"] > upc
+    if groups_bad.any():
+        g_col = c["pe_groups_per_core"]
+        t.infeasible(groups_bad, lambda i: f"pe_groups_per_core {g_col[i]} exceeds units per core {upc[i]}")
+    if not ok.all():
+        hid, dep = M.hidden[mi], c["array_depth"]
+        t.infeasible(~ok, lambda i: f"chunk of {cc[i]} columns (3 x d = 3 x {hid[i]}) exceeds array_depth {dep[i]}")
+    dies_cap = per_key(lambda m, n_units, dep: sharding.dies_by_capacity(
+        int(M.weight_bytes[m]), die.die_capacity_bytes(n_units, unit.unit_capacity_bytes(dep))), mi, units, c["array_depth"])
+    inst = M.layers * (M.experts + M.shared)
+    dies_pack = per_key(lambda m, tp_, n_units: sharding.dies_by_packing(int(inst[m]), tp_, n_units), mi, tp, units)
+    dies = np.where(c.is_("die_count_rule", "capacity"), dies_cap, dies_pack)
+    dies = np.where(ok, dies, 0)
+    t.put("tp_degree", np.where(ok, tp, 0))
+    t.put("d_used_columns", np.where(ok, d_used, 0))
+    t.put("array_utilization", np.where(ok, util, 0.0))
+    t.put("dies", dies)
+    t.put("chunks_per_unit", cpu, ok)
+    t.put("dies_capacity_rule", dies_cap, ok)
+    t.put("dies_packing_rule", dies_pack, ok)
+    t.put("pool_pflops", dies * fls["die"] / 1e6, ok)
+    t.put("pool_read_tbps", dies * bws["die"] / 1e3, ok)
+    x.update(mi=mi, units=units, upc=upc, gx=gx, gy=gy, n_cores=n_shapes, u_bw=u_bw, die_bw=bws["die"],
+             die_fl=fls["die"], die_cap=caps["die"], bal=bal, t_col=t_col, tp=tp, cpu=cpu, d_used=d_used,
+             dies=dies, mapped=ok)
+
+
+def routing(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
+    """Stage 20 with ``trace = 'catalog'``: the closed-form U(B)."""
+    names = M.names
+    u, src = per_key(lambda m, b: union_closed_form(get_model(names[m]), b), x["mi"], c["batch"])
+    t.put("union_experts", u.astype(float), ran)
+    t.put("union_source", src, ran, kind="str")
+    x["union"] = u.astype(float)
+
+
+def performance(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
+    """Stage 30: t_layer, per-token latency, energy, GPU baselines, AF serving."""
+    mi, B, u, dies = x["mi"], c["batch"], x["union"], x["dies"]
+    layers, eb, rb, k = M.layers[mi], M.expert_bytes[mi], M.router_bytes[mi], M.top_k[mi]
+    t_layer = latency.t_layer_us(x["d_used"], x["t_col"])
+    tok_bytes = latency.weight_bytes_per_token(latency.weight_bytes_per_step(layers, u, eb, rb), B)
+    pool_bw = dies * x["die_bw"]
+    pool_gflops = dies * x["die_fl"]
+    t_read = latency.read_us_per_token(tok_bytes, pool_bw)
+    t_comp = latency.compute_us_per_token(latency.flops_per_token(layers, k, eb), pool_gflops)
+    t_ffn = np.maximum(t_read, t_comp)                                  # = stage
+    put = lambda name, v, kind=None: t.put(name, v, ran, kind)          # noqa: E731
+    put("t_layer_us", t_layer)
+    put("weight_mb_per_token", tok_bytes / 1e6)
+    put("ffn_read_us_per_token", t_read)
+    put("ffn_compute_us_per_token", t_comp)
+    put("ffn_latency_us_per_token", t_ffn)
+    put("read_bound", latency.is_read_bound(B, k, u, x["bal"]))
+    put("weight_energy_uj_per_token", energy.energy_uj(tok_bytes, C.reram_pj_per_byte))
+    gpu_t = {}
+    for key, g in gpus().items():
+        n_c = baselines.gpus_iso_compute(pool_gflops * 1e9, g.flops)
+        t_g = baselines.gpu_us_per_token(tok_bytes, n_c, g.read_bps)
+        fpb = balance.flop_per_byte(g.flops, g.read_bps)
+        put(f"{key}_dies_iso_compute", n_c)
+        put(f"{key}_dies_iso_bandwidth", baselines.gpus_iso_bandwidth(pool_bw * 1e9, g.read_bps))
+        put(f"{key}_dies_iso_capacity", baselines.gpus_iso_capacity(M.weight_bytes[mi], g.capacity_gib * GIB))
+        put(f"{key}_us_per_token", t_g)
+        put(f"speedup_vs_{key}", t_g / t_ffn)
+        put(f"{key}_weight_energy_uj_per_token", energy.energy_uj(tok_bytes, g.hbm_pj_per_byte))
+        put(f"{key}_flop_per_byte", fpb)
+        put(f"{key}_knee_batch", balance.knee_batch(fpb, M.experts[mi], k).astype(float))
+        put(f"{key}_pool_power_w_iso_compute", n_c * g.board_power_w)
+        gpu_t[key] = (n_c, t_g)
+    x.update(t_layer=t_layer, t_ffn=t_ffn, pool_gflops=pool_gflops, gpu=gpu_t)
+    _af_serving(c, M, t, x, ran & M.attention[mi])
+
+
+def _af_serving(c: Columns, M: Models, t: Table, x: dict, rows: np.ndarray) -> None:
+    mi, B, t_ffn = x["mi"], c["batch"], x["t_ffn"]
+    keys = categories("attn_gpu")
+    ag = c["attn_gpu"]
+    flops = np.array([get_gpu(k).flops for k in keys])[ag]
+    read = np.array([get_gpu(k).read_bps for k in keys])[ag]
+    n_att = baselines.gpus_iso_compute(x["pool_gflops"] * 1e9, flops)
+    t_att = serving.t_attn_us(c["context"], B, M.kv_bytes[mi], M.non_expert_bytes[mi], n_att * read)
+    t_gpu = np.zeros(c.n)
+    for j, key in enumerate(keys):
+        if key in x["gpu"]:
+            t_gpu = np.where(ag == j, x["gpu"][key][1], t_gpu)
+    tpot = np.maximum(t_att, t_ffn)                                     # = serving.tpot_af_us
+    homo = serving.tpot_homogeneous_us(t_att, t_gpu)
+    t.put("t_attn_us", t_att, rows)
+    t.put("tpot_af_us", tpot, rows)
+    t.put("tpot_gpu_only_us", homo, rows)
+    t.put("af_gain", homo / tpot, rows)
+    t.put("attention_over_ffn_dies", serving.attention_over_ffn_dies(n_att, t_att, t_ffn, x["dies"]), rows)

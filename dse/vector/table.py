@@ -1,0 +1,107 @@
+"""The vectorised evaluator's output: one array per metric, with the rows where it exists.
+
+A scalar evaluation leaves out the metrics of stages it skipped (an infeasible design) and sets
+the guaranteed keys to None; ``Table.row(i)`` rebuilds exactly that dict for row ``i``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+# Metric value kinds, for rebuilding Python values from arrays.
+FLOAT, INT, BOOL, STR, NONE = "float", "int", "bool", "str", "none"
+
+
+@dataclass
+class Table:
+    n: int
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+    present: dict[str, np.ndarray | None] = field(default_factory=dict)   # None: every row
+    guaranteed: tuple[str, ...] = ()
+    reasons: list[tuple[np.ndarray, Any]] = field(default_factory=list)  # (rows, formatter)
+
+    def put(self, name: str, value: Any, where: np.ndarray | None = None, kind: str | None = None) -> None:
+        """Store metric ``name`` (an array or one value for every row) for the rows ``where``."""
+        arr = np.asarray(value)
+        if arr.ndim == 0:       # one value for every row: a read-only view, no copy
+            arr = np.broadcast_to(arr, (self.n,))
+        self.values[name] = arr
+        self.kinds[name] = kind or _kind(arr)
+        self.present[name] = where
+
+    def put_none(self, name: str, where: np.ndarray | None = None) -> None:
+        """A metric the closed form leaves None (e.g. trace-driven MFU)."""
+        self.values[name] = np.broadcast_to(np.array(np.nan), (self.n,))
+        self.kinds[name] = NONE
+        self.present[name] = where
+
+    def has(self, name: str) -> np.ndarray:
+        """Rows where metric ``name`` has a value (not absent, not None)."""
+        if self.kinds.get(name, NONE) == NONE:
+            return np.zeros(self.n, dtype=bool)
+        w = self.present[name]
+        return np.ones(self.n, dtype=bool) if w is None else w
+
+    def column(self, name: str) -> np.ndarray:
+        """Float values of a numeric metric, NaN where it has none."""
+        v = self.values[name].astype(float)
+        w = self.present.get(name)
+        if self.kinds[name] == NONE:
+            return v
+        return v if w is None else np.where(w, v, np.nan)
+
+    def infeasible(self, rows: np.ndarray, formatter) -> None:
+        """Rows made infeasible by a check; ``formatter(i)`` gives the reason for row i."""
+        self.reasons.append((rows, formatter))
+
+    @property
+    def feasible(self) -> np.ndarray:
+        bad = np.zeros(self.n, dtype=bool)
+        for rows, _ in self.reasons:
+            bad |= rows
+        return ~bad
+
+    def reason(self, i: int) -> str:
+        return "; ".join(fmt(i) for rows, fmt in self.reasons if rows[i])
+
+    def row(self, i: int) -> dict[str, Any]:
+        """Row ``i`` as the scalar path's metrics dict."""
+        out: dict[str, Any] = {}
+        for name, arr in self.values.items():
+            w = self.present[name]
+            if w is not None and not w[i]:
+                continue
+            out[name] = _py(arr[i], self.kinds[name])
+        out["feasible"] = bool(self.feasible[i])
+        out["infeasible_reason"] = self.reason(i)
+        for k in self.guaranteed:
+            out.setdefault(k, None)
+        return out
+
+    def metric_names(self) -> Iterable[str]:
+        return self.values.keys()
+
+
+def _kind(arr: np.ndarray) -> str:
+    if arr.dtype == bool:
+        return BOOL
+    if arr.dtype.kind in "iu":
+        return INT
+    if arr.dtype == object or arr.dtype.kind == "U":
+        return STR
+    return FLOAT
+
+
+def _py(v: Any, kind: str) -> Any:
+    if kind == NONE:
+        return None
+    if kind == FLOAT:
+        return float(v)
+    if kind == INT:
+        return int(v)
+    if kind == BOOL:
+        return bool(v)
+    return v
