@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "dse.cli.worker",
     "dse.cli.study",
     "dse.cli.sweep",
+    "dse.cli.grid",
 )
 
 
