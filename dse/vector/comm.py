@@ -64,18 +64,10 @@ def die_noc_per_layer(side: int, ux: int, uy: int, remainder: str, model: str, b
     return k_die, tokens_die, max(loads.values(), default=0.0), sum(loads.values())
 
 
-def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
-    """Stage 40: per-level demand against provision, round stretch."""
-    side, B, tl, mi = c["core_side"], c["batch"], x["t_layer"], x["mi"]
-    d = M.hidden[mi]
-    act_b, psum_b = C.act_bytes_per_element, C.psum_bytes_per_element
-    core_link = core.link_gbps(c["core_mesh_link_bits"], c["noc_ghz"])
-    noc_link = core.link_gbps(c["die_noc_link_bits"], c["noc_ghz"])
+def _core_mesh(c: Columns, t: Table, x: dict, ran: np.ndarray, core_link: np.ndarray) -> None:
+    """Core mesh: multicast read-outs at the closed-form stream counts; round stretch."""
+    side = c["core_side"]
     put = lambda name, v, kind=None: t.put(name, v, ran, kind)          # noqa: E731
-    u_io = unit.unit_io_gbps(unit.unit_io_bytes_per_job(x["cpu"], d, c["tile_width"], act_b, psum_b), tl)
-    put("unit_io_gbps", u_io)
-    _level(t, ran, "unit_io", u_io, core_link, x)
-
     stream = x["u_bw"]
     s_mean, s_p99, s_peak = per_key(_streams, x["upc"])
     prov = core.core_mesh_provision_gbps(side, core_link)
@@ -103,6 +95,22 @@ def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
     t.put_none("effective_mfu", ran)
     t.put_none("effective_occupancy", ran)
 
+    x["s_mean"] = s_mean
+
+
+def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
+    """Stage 40: per-level demand against provision, round stretch."""
+    side, B, tl, mi = c["core_side"], c["batch"], x["t_layer"], x["mi"]
+    d = M.hidden[mi]
+    act_b, psum_b = C.act_bytes_per_element, C.psum_bytes_per_element
+    core_link = core.link_gbps(c["core_mesh_link_bits"], c["noc_ghz"])
+    noc_link = core.link_gbps(c["die_noc_link_bits"], c["noc_ghz"])
+    put = lambda name, v, kind=None: t.put(name, v, ran, kind)          # noqa: E731
+    u_io = unit.unit_io_gbps(unit.unit_io_bytes_per_job(x["cpu"], d, c["tile_width"], act_b, psum_b), tl)
+    put("unit_io_gbps", u_io)
+    _level(t, ran, "unit_io", u_io, core_link, x)
+
+    _core_mesh(c, t, x, ran, core_link)
     rem, order = categories("core_remainder"), categories("reduction_order")
     k_die, tok_die, busiest_b, all_b = per_key(
         lambda s, ux, uy, r, m, b, o: die_noc_per_layer(s, ux, uy, rem[r], M.names[m], b, order[o]),
@@ -135,7 +143,7 @@ def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
     _level(t, ran, "node", resid + merge, c["node_gbps"], x)
     put("comm_violation", np.maximum.reduce(x["loads"]) - 1.0)         # = stage: max over levels
     put("comm_ok", ~np.logical_or.reduce(x["overs"]))
-    x.update(core_link=core_link, s_mean=s_mean, u_io=u_io)
+    x["u_io"] = u_io
 
 
 @memo

@@ -74,6 +74,24 @@ def geometry_keys(c: Columns) -> list[np.ndarray]:
     return [c["core_side"], c["die_units_x"], c["die_units_y"], c["core_remainder"]]
 
 
+def levels(c: Columns, units: np.ndarray) -> tuple[dict, dict, dict]:
+    """Capacity (bytes), read GB/s and peak GFLOPS per level (`dse.hardware.hierarchy`)."""
+    side, dpp, ppn = c["core_side"], c["dies_per_package"], c["packages_per_node"]
+    u_cap = per_key(unit.unit_capacity_bytes, c["array_depth"])
+    u_bw = unit.unit_read_gbps(c["n_macros"], c["macro_width_bits"], c["macro_mhz"], c["read_bw_scale"])
+    u_fl = unit.unit_peak_gflops(c["tile_width"], c["pe_mhz"])
+    caps = {"unit": u_cap, "core": core.core_capacity_bytes(side, u_cap), "die": die.die_capacity_bytes(units, u_cap)}
+    bws = {"unit": u_bw, "core": core.core_read_gbps(side, u_bw), "die": die.die_read_gbps(units, u_bw)}
+    fls = {"unit": u_fl, "core": core.core_peak_gflops(side, u_fl), "die": die.die_peak_gflops(units, u_fl)}
+    caps["package"] = package.package_capacity_bytes(dpp, caps["die"])
+    bws["package"] = package.package_read_gbps(dpp, bws["die"])
+    fls["package"] = package.package_peak_gflops(dpp, fls["die"])
+    caps["node"] = node.node_capacity_bytes(ppn, caps["package"])
+    bws["node"] = node.node_read_gbps(ppn, bws["package"])
+    fls["node"] = node.node_peak_gflops(ppn, fls["package"])
+    return caps, bws, fls
+
+
 def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     """Stage 10: hierarchy per level, sharding, TP, D_used, pool dies."""
     mi = c["model"]
@@ -81,19 +99,8 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     rem_names = categories("core_remainder")
     units, cores, gx, gy, rem_units, grid, n_shapes = per_key(
         lambda s, ux, uy, r: _geometry(s, ux, uy, rem_names[r]), *geometry_keys(c))
-    u_cap = per_key(unit.unit_capacity_bytes, c["array_depth"])
-    u_bw = unit.unit_read_gbps(c["n_macros"], c["macro_width_bits"], c["macro_mhz"], c["read_bw_scale"])
-    u_fl = unit.unit_peak_gflops(w, c["pe_mhz"])
-    caps = {"unit": u_cap, "core": core.core_capacity_bytes(side, u_cap), "die": die.die_capacity_bytes(units, u_cap)}
-    bws = {"unit": u_bw, "core": core.core_read_gbps(side, u_bw), "die": die.die_read_gbps(units, u_bw)}
-    fls = {"unit": u_fl, "core": core.core_peak_gflops(side, u_fl), "die": die.die_peak_gflops(units, u_fl)}
-    dpp, ppn = c["dies_per_package"], c["packages_per_node"]
-    caps["package"] = package.package_capacity_bytes(dpp, caps["die"])
-    bws["package"] = package.package_read_gbps(dpp, bws["die"])
-    fls["package"] = package.package_peak_gflops(dpp, fls["die"])
-    caps["node"] = node.node_capacity_bytes(ppn, caps["package"])
-    bws["node"] = node.node_read_gbps(ppn, bws["package"])
-    fls["node"] = node.node_peak_gflops(ppn, fls["package"])
+    caps, bws, fls = levels(c, units)
+    u_bw, u_fl = bws["unit"], fls["unit"]
     bal = unit.balance_flop_per_byte(u_fl, u_bw)
     t_col = unit.t_col_ns(c["n_macros"], c["macro_width_bits"], c["macro_mhz"], c["read_bw_scale"])
     ok, cc, nc, tp, cpu, d_used, util = per_key(lambda m, dep: _shard(int(M.hidden[m]), int(M.d_ff[m]), dep),

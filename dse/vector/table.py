@@ -56,13 +56,18 @@ class Table:
     def infeasible(self, rows: np.ndarray, formatter) -> None:
         """Rows made infeasible by a check; ``formatter(i)`` gives the reason for row i."""
         self.reasons.append((rows, formatter))
+        self._feasible = None
 
     @property
     def feasible(self) -> np.ndarray:
-        bad = np.zeros(self.n, dtype=bool)
-        for rows, _ in self.reasons:
-            bad |= rows
-        return ~bad
+        """Rows no check made infeasible (read-only; recomputed after a new check)."""
+        if getattr(self, "_feasible", None) is None:
+            bad = np.zeros(self.n, dtype=bool)
+            for rows, _ in self.reasons:
+                bad |= rows
+            self._feasible = ~bad
+            self._feasible.flags.writeable = False
+        return self._feasible
 
     def reason(self, i: int) -> str:
         return "; ".join(fmt(i) for rows, fmt in self.reasons if rows[i])
