@@ -3,9 +3,9 @@ layer; `dse front` time and memory against the number of trials. Each table ends
 exponent (the least-squares slope of log cost against log size: 1 = linear, 2 = quadratic).
 
 Run: python benchmarks/bench_growth.py [--max-trials 100000] [--only design|front]
-Designs are trace-driven (synthetic trace, the default design otherwise) with the trace cache off,
-so "new" is a design of a domain not seen before (trace generation, placement, schedule) and
-"repeat" the same design again (warm caches). Experts: catalog models that differ only in E
+Designs are trace-driven (synthetic trace, the default design otherwise) with the trace cache off:
+"new trace" is a design on a trace not seen before (generation, placement, schedule), "warm
+trace" another design (tile width 2) on that same trace. Experts: catalog models that differ only in E
 (``bench-e<E>``, top-8, 16 layers). Trials: synthetic journal storages of N closed-form designs
 of spaces/ground-truth.toml (full metrics per trial, as `dse run` stores them), then
 ``dse front --json`` in a child process: wall time and peak RSS.
@@ -13,6 +13,7 @@ of spaces/ground-truth.toml (full metrics per trial, as `dse run` stores them), 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -46,14 +47,18 @@ def timed(fn) -> float:
     return time.perf_counter() - t0
 
 
+SEEDS = itertools.count(1000)
+
+
 def design_costs(make, xs) -> dict[str, list[float]]:
-    """Seconds for a new design and for repeating it, for every size."""
-    new, rep = [], []
+    """Seconds for a design on a trace not seen before (generation, placement, schedule) and for
+    another design (tile width 2 instead of 4) on the same, now warm, trace."""
+    new, warm = [], []
     for x in xs:
-        f = make(x)
-        new.append(timed(f))
-        rep.append(min(timed(f) for _ in range(2)))
-    return {"new s": new, "repeat s": rep}
+        seed = next(SEEDS)
+        new.append(timed(make(x, seed, 4)))
+        warm.append(timed(make(x, seed, 2)))
+    return {"new trace s": new, "warm trace s": warm}
 
 
 def bench_designs() -> None:
@@ -61,20 +66,22 @@ def bench_designs() -> None:
     from dse.search.runner import evaluate_design
     from dse.spec import DesignPoint
     from dse.workload.catalog import model_names
-    pt = lambda **kw: DesignPoint.from_dict({"trace_steps": 32, **kw})   # noqa: E731
+    def pt(seed, w, **kw):
+        return DesignPoint.from_dict({"trace_steps": 32, "trace_seed": seed, "tile_width": w, **kw})
     bs = [8, 16, 32, 64, 128, 256]
     print_table("one design against batch B (32 steps)", "B", bs,
-                design_costs(lambda b: (lambda: evaluate(pt(batch=b))), bs), "seconds")
+                design_costs(lambda b, s, w: (lambda: evaluate(pt(s, w, batch=b))), bs), "seconds")
     steps = [16, 32, 64, 128, 256]
     print_table("one design against trace steps (B = 64)", "steps", steps,
-                design_costs(lambda s: (lambda: evaluate(pt(batch=64, trace_steps=s))), steps), "seconds")
+                design_costs(lambda n, s, w: (lambda: evaluate(pt(s, w, batch=64, trace_steps=n))), steps), "seconds")
     models = [m for m in model_names() if not m.startswith("bench-")]
     ks = [k for k in (1, 2, 4, 8) if k <= len(models)]
-    design = {"batch": 32, "trace_steps": 32}
     print_table("one design of a study against its number of models (B = 32)", "models", ks,
-                design_costs(lambda k: (lambda: evaluate_design(design, models[:k])), ks), "seconds")
+                design_costs(lambda k, s, w: (lambda: evaluate_design(
+                    {"batch": 32, "trace_steps": 32, "trace_seed": s, "tile_width": w}, models[:k])), ks), "seconds")
     print_table("one design against experts per layer (top-8, 16 layers, B = 64)", "experts", list(EXPERTS),
-                design_costs(lambda e: (lambda: evaluate(pt(model=f"bench-e{e}", batch=64))), EXPERTS), "seconds")
+                design_costs(lambda e, s, w: (lambda: evaluate(pt(s, w, model=f"bench-e{e}", batch=64))), EXPERTS),
+                "seconds")
 
 
 def expert_catalog(path: Path) -> None:

@@ -46,28 +46,24 @@ def run(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in (("model", args.model), ("batch", args.batch)) if v is not None}
     point = DesignPoint.from_dict({**overrides, "trace": "catalog"}, source="--model/--batch")
     base = {"model": point.model, **({"batch": point.batch} if point.batch is not None else {})}
+    sink = ParquetSink(args.output, objset) if args.output else None
     bar = _bar(args)
-    state: dict = {}
 
     def on_grid(grid) -> None:
-        state["grid"] = grid
+        if sink is not None:
+            sink.grid = grid
         if bar is not None:
             bar.total = grid.n
             bar.refresh()
 
-    def on_chunk(start, t, values, feasible) -> None:
-        if "sink" not in state:
-            state["sink"] = ParquetSink(args.output, state["grid"], objset)
-        state["sink"](start, t, values, feasible)
-
     try:
-        res = run_grid(space, objset, base, on_grid=on_grid, on_chunk=on_chunk if args.output else None,
+        res = run_grid(space, objset, base, on_grid=on_grid, on_chunk=sink,
                        progress=bar.update if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
-        if "sink" in state:
-            state["sink"].close()
+        if sink is not None:
+            sink.close()
     out = front_json(res, objset, base, Path(args.space).stem, point.model)
     if args.json:
         print(dumps(out))

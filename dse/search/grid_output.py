@@ -59,7 +59,7 @@ def _value(name: str, v: Any) -> Any:
 class ParquetSink:
     """Writes every evaluated point: ``p.<knob>`` (searched knobs, null where inactive),
     ``o.<objective>``, ``feasible`` and every numeric closed-form metric ``m.<metric>``."""
-    def __init__(self, path: str | Path, res_grid, objset: ObjectiveSet):
+    def __init__(self, path: str | Path, objset: ObjectiveSet):
         try:
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -68,7 +68,7 @@ class ParquetSink:
         if not str(path).endswith(".parquet"):
             raise ConfigError(f"-o {path}: the table is written as parquet; give a .parquet file name")
         self.pa, self.pq, self.path = pa, pq, Path(path)
-        self.grid, self.objset, self.writer = res_grid, objset, None
+        self.grid, self.objset, self.writer = None, objset, None   # grid: set once enumerated
 
     def __call__(self, start: int, t, values: np.ndarray, feasible: np.ndarray) -> None:
         pa = self.pa
