@@ -49,7 +49,7 @@ def vector_columns(n: int, seed: int = 0):
 
 def check_equal(pts) -> int:
     """Scalar and vectorised metrics of the same points; returns the number of values compared."""
-    from dse.model.evaluate import evaluate
+    from dse.pipeline.evaluate import evaluate
     from dse.vector import Columns, evaluate_columns
     t = evaluate_columns(Columns.from_points(pts))
     n = 0

@@ -62,7 +62,7 @@ def design_costs(make, xs) -> dict[str, list[float]]:
 
 
 def bench_designs() -> None:
-    from dse.model.evaluate import evaluate
+    from dse.pipeline.evaluate import evaluate
     from dse.search.runner import evaluate_design
     from dse.spec import DesignPoint
     from dse.workload.catalog import model_names

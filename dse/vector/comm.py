@@ -1,8 +1,8 @@
 """Vectorised network (40), area / power (50) and cost (60) stages (closed-form streams).
 
-Mirrors `dse.model.network_stage` with the same physics calls; see `dse.vector.structure` for
-how scalar functions are reused. Restatements of the stage's own ``min`` / ``max`` are marked
-``# = stage`` (or ``# = function``) and covered by the equality test.
+Mirrors `dse.pipeline.stages.{network,area_power,cost}` with the same physics calls; see
+`dse.vector.structure` for how scalar functions are reused. Restatements of a ``max`` are marked
+``# = <scalar function or stage>`` and covered by the equality test.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ LEVELS = ("unit_io", "core_mesh", "die_noc", "d2d", "node")
 def _level(t: Table, rows: np.ndarray, lvl: str, demand: np.ndarray, provision: np.ndarray, x: dict) -> None:
     t.put(f"{lvl}_provision_gbps", provision.astype(float), rows)
     t.put(f"{lvl}_headroom_gbps", provision - demand, rows)
-    load = demand / np.maximum(provision, 1e-9)                          # = stage
-    over = demand > provision * (1 + 1e-9)
+    load = demand / np.maximum(provision, network.MIN_PROVISION_GBPS)   # = network.link_load
+    over = network.over_provision(demand, provision)
     t.put(f"{lvl}_load", load, rows)
     t.put(f"{lvl}_over", over, rows)
     x.setdefault("loads", []).append(load)
@@ -52,12 +52,11 @@ def die_noc_per_layer(side: int, ux: int, uy: int, remainder: str, model: str, b
     m = get_model(model)
     shapes = die.core_shapes(side, ux, uy, remainder)
     gx, gy = die.core_grid(side, ux, uy, remainder)
-    per_token = m.top_k + m.shared_experts
-    per_layer = m.experts + m.shared_experts
-    share = min(1.0, die.active_units(side, ux, uy, remainder) / per_layer)
-    touch = 1.0 - (1.0 - share) ** per_token
-    tokens_die = batch * touch
-    k_die = per_token * share / touch if touch > 0 else 0.0
+    per_token, per_layer = m.experts_per_token, m.experts_per_layer
+    units = die.active_units(side, ux, uy, remainder)
+    touch = die.p_token_on_die(per_token, per_layer, units)
+    tokens_die = die.tokens_on_die(batch, touch)
+    k_die = die.experts_per_token_on_die_given_touch(per_token, per_layer, units)
     ports = die.io_port_cores(gx, gy, int(C.die_noc_io_ports))
     loads = die.die_noc_link_loads(shapes, ports, tokens_die, k_die, m.hidden, C.act_bytes_per_element,
                                    C.psum_bytes_per_element, order)
@@ -81,12 +80,12 @@ def _core_mesh(c: Columns, t: Table, x: dict, ran: np.ndarray, core_link: np.nda
     put("core_mesh_mean_gbps", core.multicast_demand_gbps(s_mean, stream))
     put("core_mesh_p99_gbps", core.multicast_demand_gbps(s_p99, stream))
     put("core_mesh_peak_gbps", peak)
-    put("core_mesh_peak_over_provision", peak > prov * (1 + 1e-9))
+    put("core_mesh_peak_over_provision", network.over_provision(peak, prov))
     put("unicast_source_port_factor", uni_port)
     put("unicast_traffic_factor", uni_traffic)
     _level(t, ran, "core_mesh", core.multicast_demand_gbps(s_p99, stream), prov, x)
 
-    # = core.stretch_contention_factor: max(1, p99 demand / provision)
+    # = core.stretch_contention_factor (a max of an array)
     cont = np.maximum(1.0, core.multicast_demand_gbps(s_p99, stream) / core.core_mesh_provision_gbps(side, core_link))
     put("multicast_tree_depth_hops", depth)
     put("stretch_hop_factor", hop)
@@ -141,7 +140,7 @@ def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
     put("node_demand_gbps", resid + merge)
     _level(t, ran, "d2d", d2d, c["d2d_gbps_per_die"], x)
     _level(t, ran, "node", resid + merge, c["node_gbps"], x)
-    put("comm_violation", np.maximum.reduce(x["loads"]) - 1.0)         # = stage: max over levels
+    put("comm_violation", np.maximum.reduce(x["loads"]) - 1.0)         # = stages.network: max over levels
     put("comm_ok", ~np.logical_or.reduce(x["overs"]))
     x["u_io"] = u_io
 
@@ -173,10 +172,10 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
         "die_noc_area_mm2": die_noc,
         "d2d_io_area_mm2": network.d2d_io_area_mm2(c["d2d_gbps_per_die"], c["node_gbps"]),
     }
-    mfu, read_activity = C.reference_pe_mfu, 1.0
+    mfu, read_activity = C.reference_pe_mfu, power.FULL_READ_ACTIVITY
     tl = x["t_layer"]
     stream_hops = network.multicast_bit_hops_per_s(x["n_cores"], x["s_mean"], x["u_bw"], x["upc"] - 1)
-    unit_hops = x["units"] * x["u_io"] * 8e9 * np.maximum(0, side - 1)          # = stage
+    unit_hops = apply_grouped(lambda s, n, u: network.unit_io_bit_hops_per_s(n, u, s), [side], [x["units"], x["u_io"]])
     noc_hops = network.link_loads_bit_hops_per_s([x["die_noc_bytes"]], tl)
     parts_w = {
         "reram_power_w": power.reram_power_w(x["die_bw"], read_activity),
@@ -189,7 +188,7 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
     die_power = sum(parts_w.values())
     budget = area.die_budget_mm2()
     net = core_mesh + die_noc
-    over = ran & (die_area > budget * (1 + 1e-9))
+    over = ran & area.over_budget(die_area, budget)
     if over.any():
         t.infeasible(over, lambda i: f"die area {die_area[i]:.1f} mm2 exceeds the {budget:.0f} mm2 budget "
                                      f"(network {core_mesh[i] + die_noc[i]:.1f} mm2)")

@@ -1,6 +1,6 @@
 """The vectorised closed-form evaluator: a table of design points in, every metric out.
 
-``evaluate_columns(cols)`` computes, for every row, what ``dse.model.evaluate.evaluate`` computes
+``evaluate_columns(cols)`` computes, for every row, what ``dse.pipeline.evaluate.evaluate`` computes
 for that design point with ``trace = 'catalog'`` (closed-form unions, no scheduling): mapping,
 dies, TP, t_layer, read / peak latency, energy, per-level network demand and provision, area,
 power and cost, feasibility and the infeasible reason. Stages skipped by the scalar path for an
@@ -25,9 +25,7 @@ CHUNK = 1 << 16
 
 def guaranteed_keys() -> tuple[str, ...]:
     """The keys every scalar result carries (stage modules register theirs on import)."""
-    import dse.mapping.routing_stage  # noqa: F401  (registers its guaranteed keys)
-    import dse.model.network_stage  # noqa: F401
-    from dse.model.evaluate import GUARANTEED_KEYS
+    from dse.pipeline.evaluate import GUARANTEED_KEYS
     return tuple(GUARANTEED_KEYS)
 
 

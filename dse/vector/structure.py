@@ -1,10 +1,10 @@
 """Vectorised structure (10), routing (20, catalog unions) and performance (30) stages.
 
-Each function mirrors the scalar stage of the same name in `dse.model.stages` /
-`dse.mapping.routing_stage` line by line, calling the same physics functions: with arrays where
-they are plain arithmetic, once per distinct key (`dse.vector.groups`) where they branch or
-round. The only restatements are the stages' own ``min`` / ``max`` of two metrics (marked
-``# = stage``), whose equality with the scalar path is tested over random designs.
+Each function mirrors the scalar stage of the same name in `dse.pipeline.stages` line by line,
+calling the same physics functions: with arrays where they are plain arithmetic, once per
+distinct key (`dse.vector.groups`) where they branch or round. The only restatements are a
+``min`` / ``max`` of two arrays (marked ``# = <the scalar function or stage>``), whose equality
+with the scalar path is tested over random designs (`tests/vector/test_evaluate.py`).
 """
 from __future__ import annotations
 
@@ -15,15 +15,13 @@ import numpy as np
 from dse.constants import C
 from dse.hardware import core, die, node, package, unit
 from dse.mapping import sharding
-from dse.model import balance, baselines, energy, latency, serving
+from dse.performance import balance, baselines, energy, latency, serving
+from dse.units import BYTES_PER_GB, BYTES_PER_MB, FLOPS_PER_GFLOP, GB_PER_PB, GB_PER_TB, GIB, MIB
 from dse.vector.columns import Columns, categories
 from dse.vector.groups import memo, per_key
 from dse.vector.table import Table
 from dse.workload.catalog import get_gpu, get_model, gpus
 from dse.workload.union import union_closed_form
-
-GIB = 1 << 30
-MIB = 1 << 20
 
 
 @dataclass
@@ -114,7 +112,7 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     t.put("remainder_units", rem_units)
     t.put("die_active_units", units)
     t.put("balance_flop_per_byte", bal)
-    t.put("roofline_cap", np.minimum(1.0, 2.0 * w / bal))          # = stage
+    t.put("roofline_cap", np.minimum(1.0, 2.0 * w / bal))          # = unit.roofline_cap
     t.put("chunk_columns", cc)
     t.put("chunks_per_expert", nc)
     t.put("ffn_weight_gib", M.weight_bytes[mi] / GIB)
@@ -133,8 +131,8 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
         t.infeasible(~ok, lambda i: f"chunk of {cc[i]} columns (3 x d = 3 x {hid[i]}) exceeds array_depth {dep[i]}")
     dies_cap = per_key(lambda m, n_units, dep: sharding.dies_by_capacity(
         int(M.weight_bytes[m]), die.die_capacity_bytes(n_units, unit.unit_capacity_bytes(dep))), mi, units, c["array_depth"])
-    inst = M.layers * (M.experts + M.shared)
-    dies_pack = per_key(lambda m, tp_, n_units: sharding.dies_by_packing(int(inst[m]), tp_, n_units), mi, tp, units)
+    dies_pack = per_key(lambda m, tp_, n_units: sharding.dies_by_packing(
+        get_model(M.names[m]).expert_instances, tp_, n_units), mi, tp, units)
     dies = np.where(c.is_("die_count_rule", "capacity"), dies_cap, dies_pack)
     dies = np.where(ok, dies, 0)
     t.put("tp_degree", np.where(ok, tp, 0))
@@ -144,8 +142,8 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     t.put("chunks_per_unit", cpu, ok)
     t.put("dies_capacity_rule", dies_cap, ok)
     t.put("dies_packing_rule", dies_pack, ok)
-    t.put("pool_pflops", dies * fls["die"] / 1e6, ok)
-    t.put("pool_read_tbps", dies * bws["die"] / 1e3, ok)
+    t.put("pool_pflops", dies * fls["die"] / GB_PER_PB, ok)
+    t.put("pool_read_tbps", dies * bws["die"] / GB_PER_TB, ok)
     x.update(mi=mi, units=units, upc=upc, gx=gx, gy=gy, n_cores=n_shapes, u_bw=u_bw, die_bw=bws["die"],
              die_fl=fls["die"], die_cap=caps["die"], bal=bal, t_col=t_col, tp=tp, cpu=cpu, d_used=d_used,
              dies=dies, mapped=ok)
@@ -170,10 +168,10 @@ def performance(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> No
     pool_gflops = dies * x["die_fl"]
     t_read = latency.read_us_per_token(tok_bytes, pool_bw)
     t_comp = latency.compute_us_per_token(latency.flops_per_token(layers, k, eb), pool_gflops)
-    t_ffn = np.maximum(t_read, t_comp)                                  # = stage
+    t_ffn = np.maximum(t_read, t_comp)                          # = stages.performance
     put = lambda name, v, kind=None: t.put(name, v, ran, kind)          # noqa: E731
     put("t_layer_us", t_layer)
-    put("weight_mb_per_token", tok_bytes / 1e6)
+    put("weight_mb_per_token", tok_bytes / BYTES_PER_MB)
     put("ffn_read_us_per_token", t_read)
     put("ffn_compute_us_per_token", t_comp)
     put("ffn_latency_us_per_token", t_ffn)
@@ -181,11 +179,11 @@ def performance(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> No
     put("weight_energy_uj_per_token", energy.energy_uj(tok_bytes, C.reram_pj_per_byte))
     gpu_t = {}
     for key, g in gpus().items():
-        n_c = baselines.gpus_iso_compute(pool_gflops * 1e9, g.flops)
+        n_c = baselines.gpus_iso_compute(pool_gflops * FLOPS_PER_GFLOP, g.flops)
         t_g = baselines.gpu_us_per_token(tok_bytes, n_c, g.read_bps)
         fpb = balance.flop_per_byte(g.flops, g.read_bps)
         put(f"{key}_dies_iso_compute", n_c)
-        put(f"{key}_dies_iso_bandwidth", baselines.gpus_iso_bandwidth(pool_bw * 1e9, g.read_bps))
+        put(f"{key}_dies_iso_bandwidth", baselines.gpus_iso_bandwidth(pool_bw * BYTES_PER_GB, g.read_bps))
         put(f"{key}_dies_iso_capacity", baselines.gpus_iso_capacity(M.weight_bytes[mi], g.capacity_gib * GIB))
         put(f"{key}_us_per_token", t_g)
         put(f"speedup_vs_{key}", t_g / t_ffn)
@@ -204,7 +202,7 @@ def _af_serving(c: Columns, M: Models, t: Table, x: dict, rows: np.ndarray) -> N
     ag = c["attn_gpu"]
     flops = np.array([get_gpu(k).flops for k in keys])[ag]
     read = np.array([get_gpu(k).read_bps for k in keys])[ag]
-    n_att = baselines.gpus_iso_compute(x["pool_gflops"] * 1e9, flops)
+    n_att = baselines.gpus_iso_compute(x["pool_gflops"] * FLOPS_PER_GFLOP, flops)
     t_att = serving.t_attn_us(c["context"], B, M.kv_bytes[mi], M.non_expert_bytes[mi], n_att * read)
     t_gpu = np.zeros(c.n)
     for j, key in enumerate(keys):

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dse.model.evaluate import evaluate
+from dse.pipeline.evaluate import evaluate
 from dse.search import pareto
 from dse.search.grid import enumerate_space, run_grid
 from dse.search.ndsort import nondominated_fast

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dse.model.evaluate import evaluate
+from dse.pipeline.evaluate import evaluate
 from dse.search.space import load_space
 from dse.spec import DesignPoint
 from dse.vector import Columns, evaluate_chunks, evaluate_columns
