@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 BLOCK = 512
-ELITE = 2048
+ELITE = 512
 
 
 def nondominated_fast(F: np.ndarray) -> np.ndarray:
@@ -49,15 +49,19 @@ def _sweep_2d(S: np.ndarray) -> np.ndarray:
 
 
 def _dominated_by(P: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """Rows of ``X`` dominated by some row of ``P``."""
-    if len(P) == 0 or len(X) == 0:
-        return np.zeros(len(X), dtype=bool)
+    """Rows of ``X`` dominated by some row of ``P`` (objective by objective on 2-D tiles)."""
     out = np.zeros(len(X), dtype=bool)
-    step = max(1, (1 << 22) // max(1, len(P) * X.shape[1]))
+    if len(P) == 0 or len(X) == 0:
+        return out
+    step = max(1, (1 << 21) // len(P))
     for s in range(0, len(X), step):
-        x = X[s:s + step][:, None, :]
-        le = np.all(P[None, :, :] <= x, axis=2)
-        lt = np.any(P[None, :, :] < x, axis=2)
+        x = X[s:s + step]
+        le = np.ones((len(x), len(P)), dtype=bool)
+        lt = np.zeros((len(x), len(P)), dtype=bool)
+        for j in range(X.shape[1]):
+            a, b = x[:, j, None], P[None, :, j]
+            le &= b <= a
+            lt |= b < a
         out[s:s + step] = np.any(le & lt, axis=1)
     return out
 
