@@ -89,7 +89,7 @@ def test_fast_nondominated_equals_the_reference_with_ties():
         F = rng.integers(0, int(rng.integers(1, 6)), (n, m)).astype(float)
         np.testing.assert_array_equal(nondominated_fast(F), pareto.nondominated(F))
     for m in (2, 3):       # large enough for the elite pre-filter
-        F = np.round(rng.random((10000, m)), 2)
+        F = np.round(rng.random((3000, m)), 2)
         np.testing.assert_array_equal(nondominated_fast(F), pareto.nondominated(F))
 
 
