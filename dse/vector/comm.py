@@ -133,7 +133,6 @@ def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
     put("cross_die_bytes_per_token", bpt)
     put("d2d_demand_gbps_per_die", d2d)
     put("d2d_provision_gbps_per_die", c["d2d_gbps_per_die"])
-    put("d2d_gbps_per_die", d2d)
     put("cross_die_gbps_per_die", package.cross_die_demand_gbps_per_die(B, bpt, span, tl))
     put("node_residual_gbps", resid)
     put("node_merge_gbps_per_die", merge)
@@ -155,6 +154,12 @@ def _core_mesh_mm2(side: int, ux: int, uy: int, remainder: str, bits: int) -> fl
 def _die_noc_mm2(gx: int, gy: int, bits: int, side: int, ux: int, uy: int) -> float:
     px, py = network.unit_pitch_mm(ux, uy)
     return network.die_noc_area_mm2(gx, gy, bits, side * px, side * py)
+
+
+def delivered_stage(t: Table, ran: np.ndarray) -> None:
+    """Stage ``delivered``: schedule-aware rates need the scheduler's actual MFU: None here."""
+    for k in ("delivered_pflops", "ffn_us_per_token_delivered", "delivered_tokens_per_s"):
+        t.put_none(k, ran)
 
 
 def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.ndarray:
@@ -217,8 +222,9 @@ def cost_stage(c: Columns, M: Models, t: Table, x: dict, rows: np.ndarray) -> No
     t.put("die_yield", cost.murphy_yield(C.die_width_mm * C.die_height_mm, C.defect_density_per_cm2), rows)
     t.put("die_cost_usd", float(die_usd), rows)
     t.put("pool_cost_usd", pool_usd.astype(float), rows)
-    t.put("pool_energy_uj_per_token", pool_w * t_tok, rows)
+    t.put("pool_energy_uj_per_token", cost.pool_energy_uj_per_token(pool_w, t_tok), rows)
     t.put("usd_per_mtok", cost.usd_per_mtok(pool_usd, pool_w, t_tok), rows)
+    t.put_none("usd_per_mtok_delivered", rows)          # schedule-aware: needs a scheduled trace
     for key in gpus():
         n, t_g = x["gpu"][key]
         price = getattr(C, f"gpu_price_usd_{key}", None)

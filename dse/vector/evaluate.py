@@ -40,6 +40,7 @@ def evaluate_columns(cols: Columns) -> Table:
         structure.routing(cols, M, t, x, ran)
         structure.performance(cols, M, t, x, ran)
         comm.network_stage(cols, M, t, x, ran)
+        comm.delivered_stage(t, ran)
         costed = comm.area_power(cols, M, t, x, ran)
         comm.cost_stage(cols, M, t, x, costed)
     return t

@@ -104,8 +104,7 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     ok, cc, nc, tp, cpu, d_used, util = per_key(lambda m, dep: _shard(int(M.hidden[m]), int(M.d_ff[m]), dep),
                                                 mi, c["array_depth"])
     ok = ok.astype(bool)
-    t.put("model", np.array(M.names, dtype=object)[mi], kind="str")
-    t.put("batch", c["batch"])
+    t.put("run_batch", c["batch"])
     t.put("t_col_ns", t_col)
     t.put("cores_per_die", cores)
     t.put("core_grid", grid, kind="str")
