@@ -25,20 +25,67 @@ def fmt(v: Any, digits: int = 4) -> str:
     return str(v)
 
 
-def table(rows: Iterable[Sequence[Any]], headers: Sequence[str], align: str | None = None) -> str:
-    """Fixed-width table; ``align`` is one char per column ('l' or 'r'), numbers right by default."""
+def table(rows: Iterable[Sequence[Any]], headers: Sequence[str], align: str | None = None,
+          max_width: int | None = None) -> str:
+    """Fixed-width table; ``align`` is one char per column ('l' or 'r'), numbers right by default.
+    With ``max_width``, a left-aligned last column is wrapped onto continuation lines so no line
+    is wider than ``max_width`` (the other columns are never cut)."""
     cells = [[fmt(c) for c in r] for r in rows]
     widths = [len(h) for h in headers]
     for r in cells:
         widths = [max(w, len(c)) for w, c in zip(widths, r)]
     al = align or "".join("l" if i == 0 else "r" for i in range(len(headers)))
+    wrap_at = None
+    if max_width is not None and widths and al[len(widths) - 1] == "l":
+        lead = sum(widths[:-1]) + 2 * (len(widths) - 1)
+        if lead + widths[-1] > max_width:
+            wrap_at = max(20, max_width - lead)
+            widths[-1] = min(widths[-1], wrap_at)
 
     def line(cs: Sequence[str]) -> str:
         return "  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cs, widths, al)).rstrip()
 
+    def lines(cs: Sequence[str]) -> list[str]:
+        if wrap_at is None or len(cs[-1]) <= wrap_at:
+            return [line(cs)]
+        import textwrap
+        parts = textwrap.wrap(cs[-1], wrap_at) or [""]
+        blank = [""] * (len(cs) - 1)
+        return [line([*cs[:-1], parts[0]])] + [line([*blank, p]) for p in parts[1:]]
+
     out = [line(headers), line(["-" * w for w in widths])]
-    out += [line(r) for r in cells]
+    for r in cells:
+        out += lines(r)
     return "\n".join(out)
+
+
+def fit_columns(rows: Sequence[Sequence[Any]], headers: Sequence[str], max_width: int, fixed: int) -> int:
+    """How many leading columns of a table fit in ``max_width`` characters (at least ``fixed``)."""
+    widths = [len(h) for h in headers]
+    for r in rows:
+        widths = [max(w, len(fmt(c))) for w, c in zip(widths, r)]
+    total, n = -2, 0
+    for w in widths:
+        if total + 2 + w > max_width and n >= fixed:
+            break
+        total += 2 + w
+        n += 1
+    return n
+
+
+def terminal_width(default: int = 100) -> int:
+    """Columns of the terminal on stdout, or ``default`` when stdout is not a terminal."""
+    import os
+    import sys
+    try:
+        if sys.stdout.isatty():
+            return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        return max(40, int(os.environ.get("COLUMNS", default)))
+    except ValueError:
+        return default
 
 
 def dumps(obj: Any) -> str:

@@ -51,3 +51,16 @@ def _hermetic_trace_cache(tmp_path_factory):
         os.environ.pop("DSE_CACHE_DIR", None)
     else:
         os.environ["DSE_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def quickstart_study(tmp_path_factory) -> list[str]:
+    """CLI arguments addressing a finished run of studies/quickstart.toml in a temp storage."""
+    from pathlib import Path
+
+    from dse.search.runner import run_study
+    from dse.search.study import load_study
+    study = str(Path(__file__).resolve().parent.parent / "studies" / "quickstart.toml")
+    url = f"sqlite:///{tmp_path_factory.mktemp('quickstart') / 'qs.db'}"
+    run_study(load_study(study, storage=url))
+    return [study, "--storage", url]

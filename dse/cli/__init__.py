@@ -21,6 +21,8 @@ COMMAND_MODULES = (
     "dse.cli.front",
     "dse.cli.plot",
     "dse.cli.export",
+    "dse.cli.report",
+    "dse.cli.compare",
     "dse.cli.worker",
     "dse.cli.study",
     "dse.cli.sweep",

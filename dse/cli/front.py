@@ -1,36 +1,56 @@
-"""`dse front STUDY.toml [--csv | --json] [--all]`: the feasible Pareto front with the knee marked."""
+"""`dse front STUDY.toml [--csv | --json] [--all] [--columns ...] [--sort ...] [--robust N ...]`:
+the feasible Pareto front with the knee marked, hypervolume on a stated reference point."""
 from __future__ import annotations
 
 import argparse
 import csv
 import io
+import sys
 
-from dse.cli.run import add_study_args, study_from_args
-from dse.report import dumps, fmt, table
+from dse.cli.run import _int_arg, add_study_args, study_from_args
+from dse.errors import ConfigError
+from dse.report import dumps, fit_columns, fmt, table, terminal_width
 
 
 def register(sub) -> None:
     p = sub.add_parser("front", help="print a study's feasible Pareto front with the knee marked",
                        description="The feasible Pareto front of a study (distinct designs), its knee "
-                                   "(marked *) and normalised hypervolume.")
+                                   "(marked *) and its hypervolume on a stated reference point. --robust N "
+                                   "re-evaluates the designs around the front under N other trace seeds and "
+                                   "reports how often each is the knee.")
     add_study_args(p)
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--csv", action="store_true", help="CSV: trial, knee, params, objectives")
+    g.add_argument("--csv", action="store_true", help="CSV: trial, knee, params, objectives (every column)")
     g.add_argument("--json", action="store_true", help="JSON object with front, knee, hypervolume")
-    p.add_argument("--all", action="store_true", help="list every finished trial, not only the front")
+    p.add_argument("--all", action="store_true", help="list every finished trial (with its infeasibility reason)")
+    p.add_argument("--columns", metavar="A,B,...",
+                   help="columns to show: knob, objective or metric names (default: objectives, then the "
+                        "knobs that vary, as many as fit the terminal)")
+    p.add_argument("--sort", metavar="NAME", help="sort rows by this column (--sort=-NAME: descending; "
+                                                  "default: the first objective, best first)")
+    r = p.add_argument_group("knee confidence")
+    r.add_argument("--robust", type=_int_arg, metavar="N",
+                   help="re-evaluate the designs around the front under N other synthetic-trace seeds")
+    r.add_argument("--seeds", metavar="S,S,...", help="these trace seeds instead of N others")
+    r.add_argument("--models", metavar="M,M,...", help="these catalog models instead of trace seeds")
+    r.add_argument("--trace", metavar="FILE", help="this trace file instead of trace seeds")
+    r.add_argument("--jobs", "-j", type=_int_arg, default=1, help="worker processes for --robust (default 1)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from dse.search import quality
     from dse.search.results import load_results
     cfg = study_from_args(args)
     res = load_results(cfg)
-    front = res.front()
-    knee = res.knee()
+    front, knee = res.front(), res.knee()
+    ref = quality.study_reference(res)
+    hv = quality.hypervolume_on(res, front, ref)
+    robust = _robust(args, res)
+    moved = quality.knee_moved(res)
     shown = res.complete if args.all else front
-    front_ids = {r.number for r in front}
     if args.json:
-        print(dumps({
+        out = {
             "study": cfg.name,
             "objectives": [{"name": o.name, "metric": o.metric, "direction": o.direction, "aggregate": o.aggregate}
                            for o in cfg.objectives.objectives],
@@ -38,24 +58,20 @@ def run(args: argparse.Namespace) -> int:
             "workloads": list(cfg.models),
             "n_trials": len(res.complete),
             "n_feasible": sum(r.feasible for r in res.complete),
-            "hypervolume": res.hypervolume(),
+            "hypervolume": hv,
+            "hypervolume_reference": dict(zip(cfg.objectives.names, ref.values)),
+            "hypervolume_reference_source": ref.source,
+            "knee_settled": moved is None,
             "front": [res.to_json(r) for r in front],
             "knee": res.to_json(knee) if knee is not None else None,
             **({"trials": [res.to_json(r) for r in shown]} if args.all else {}),
-        }))
+        }
+        if robust is not None:
+            out["robust"] = robust.to_json(res)
+            out["knee_frequency"] = {str(k): v for k, v in robust.frequency().items()}
+        print(dumps(out))
         return 0
-    pnames = cfg.space.searched_names
-    onames = cfg.objectives.names
-    rows = []
-    for r in shown:
-        mark = "*" if knee is not None and r.number == knee.number else ""
-        row = [r.number, mark]
-        if args.all:
-            row.append("front" if r.number in front_ids else ("yes" if r.feasible else "no"))
-        row += [r.params.get(k) for k in pnames]
-        row += list(res.objective_values(r).values())
-        rows.append(row)
-    headers = ["trial", "knee"] + (["feasible"] if args.all else []) + pnames + onames
+    headers, rows = _rows(args, res, shown, front, knee)
     if args.csv:
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
@@ -64,17 +80,137 @@ def run(args: argparse.Namespace) -> int:
             w.writerow(["" if v is None else v for v in row])
         print(buf.getvalue(), end="")
         return 0
-    hv = res.hypervolume()
-    print(f"study {cfg.name}: {len(res.complete)} finished trials, {sum(r.feasible for r in res.complete)} feasible, "
-          f"front {len(front)} designs, hypervolume {fmt(hv)} (normalised, ref 1.1)")
+    _print_text(args, res, headers, rows, front, knee, hv, ref, moved, robust)
+    return 0
+
+
+def _robust(args: argparse.Namespace, res):
+    if not (args.robust or args.seeds or args.models or args.trace):
+        return None
+    from dse.search import robust as rb
+    from dse.search.runner import evaluate_design
+    if args.models:
+        variants = rb.model_variants(_names(args.models, "--models", res))
+    elif args.trace:
+        variants = rb.trace_variant(args.trace)
+    else:
+        seeds = None
+        if args.seeds:
+            try:
+                seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+            except ValueError:
+                raise ConfigError(f"--seeds {args.seeds!r}: must be comma-separated integers") from None
+        n = args.robust or 0
+        if seeds is None and n < 1:
+            raise ConfigError(f"--robust {args.robust}: must be a positive number of trace seeds")
+        variants = rb.seed_variants(res.cfg, n, seeds)
+    if not res.candidates():
+        raise ConfigError(f"{res.cfg.source}: no feasible design to re-evaluate")
+    return rb.robust_knees(res, variants, evaluate_design, jobs=args.jobs)
+
+
+def _names(text: str, flag: str, res) -> list[str]:
+    from dse.spec.params import BY_NAME, coerce
+    return [coerce(BY_NAME["model"], s.strip(), flag, "model") for s in text.split(",") if s.strip()]
+
+
+def _rows(args, res, shown, front, knee):
+    """Headers and rows (sorted) of the table: trial, knee, [status], then the chosen columns."""
+    cfg = res.cfg
+    onames = cfg.objectives.names
+    pnames = cfg.space.searched_names
+    if args.columns:
+        cols = [c.strip() for c in args.columns.split(",") if c.strip()]
+    else:
+        varying = [k for k in pnames if len({repr(r.params.get(k)) for r in shown}) > 1]
+        cols = onames + varying + [k for k in pnames if k not in varying]
+    front_ids = {r.number for r in front}
+
+    def value(r, c):
+        if c in onames:
+            return res.objective_values(r)[c]
+        if c in r.params:
+            return r.params[c]
+        if c in r.design:
+            return r.design[c]
+        return r.metrics.get(cfg.models[0], {}).get(c)
+
+    known = set(onames) | set(pnames) | {k for r in shown for k in r.design} | \
+        {k for r in shown for k in r.metrics.get(cfg.models[0], {})}
+    for c in cols:
+        if c not in known and shown:
+            from dse.errors import suggest
+            raise ConfigError(f"--columns {c!r}: not an objective, knob or metric of this study{suggest(c, known)}")
+    rows = []
+    for r in _sorted(args, res, shown, value):
+        row = [r.number, "*" if knee is not None and r.number == knee.number else ""]
+        if args.all:
+            row.append("front" if r.number in front_ids else ("yes" if r.feasible else "no"))
+        rows.append(row + [value(r, c) for c in cols] + ([r.reason or r.error] if args.all else []))
+    headers = ["trial", "knee"] + (["feasible"] if args.all else []) + cols + (["reason"] if args.all else [])
+    return headers, rows
+
+
+def _sorted(args, res, recs, value):
+    objs = res.cfg.objectives.objectives
+    key, desc = (args.sort or objs[0].name), False
+    if args.sort and key.startswith("-"):
+        key, desc = key[1:], True
+    elif not args.sort and objs[0].direction == "maximize":
+        desc = True
+
+    def k(r):
+        v = value(r, key)
+        missing = v is None or (isinstance(v, float) and v != v)
+        return (missing, (str(v) if not isinstance(v, (int, float)) else 0), v if isinstance(v, (int, float)) else 0)
+    out = sorted(recs, key=k, reverse=desc)
+    if desc:  # keep missing values last
+        out = [r for r in out if k(r)[0] is False] + [r for r in out if k(r)[0] is True]
+    return out
+
+
+def _print_text(args, res, headers, rows, front, knee, hv, ref, moved, robust) -> None:
+    cfg = res.cfg
+    n_feas = sum(r.feasible for r in res.complete)
+    print(f"study {cfg.name}: {len(res.complete)} finished trials, {n_feas} feasible, front {len(front)} designs, "
+          f"hypervolume {fmt(hv)}")
+    print(f"hypervolume reference: {ref.describe(cfg.objectives.names)}")
     print("objectives: " + ", ".join(f"{o.name} ({o.direction})" for o in cfg.objectives.objectives)
           + (f"; constraints: {', '.join(c.name for c in cfg.objectives.constraints)}"
              if cfg.objectives.constraints else ""))
     if not rows:
         print("no feasible design yet")
-        return 0
-    print(table(rows, headers, align="rl" + "r" * (len(headers) - 2)))
+        return
+    width = terminal_width()
+    body = headers[:-1] if args.all else headers          # --all: the reason column always comes last
+    fixed = 2 + bool(args.all) + len(cfg.objectives.names)
+    n = len(body) if args.columns else fit_columns(rows, body, width - (40 if args.all else 0), fixed)
+    cols = list(range(n)) + ([len(headers) - 1] if args.all else [])
+    hs = [headers[i] for i in cols]
+    align = "".join("l" if h in ("knee", "feasible", "reason") else "r" for h in hs)
+    print(table([[r[i] for i in cols] for r in rows], hs, align=align, max_width=width if args.all else None))
+    if n < len(body):
+        print(f"({len(body) - n} more columns: {', '.join(body[n:])}; choose with --columns, all with --csv)")
+    ref_args = cfg.command_args()
     if knee is not None:
         print(f"* knee: trial {knee.number} (normalised distance to the line/hyperplane through the extremes; "
-              f"export with `dse export {args.study} --knee -o design.toml`)")
-    return 0
+              f"export with `dse export {ref_args} --knee -o design.toml`)")
+    if moved is not None:
+        print(f"warning: the knee moved in the last fifth of the trials (trial {moved[0].number} -> "
+              f"{moved[1].number}): it is not settled; run more trials (`dse run {ref_args} --trials N`)",
+              file=sys.stderr)
+    if robust is not None:
+        _print_robust(res, robust)
+
+
+def _print_robust(res, robust) -> None:
+    freq = robust.frequency()
+    print(f"\nknee frequency over {len(robust.variants)} re-evaluations ({robust.variants[0].label}, ...) of "
+          f"{len(robust.designs)} designs:")
+    rows = [(r.number, fmt(freq[r.number]), robust.counts.get(r.number, 0),
+             ", ".join(f"{k}={fmt(v)}" for k, v in r.params.items()))
+            for r in sorted(robust.designs, key=lambda r: (-freq[r.number], r.number)) if freq[r.number] > 0]
+    none = sum(k is None for k in robust.knees)
+    print(table(rows, ["trial", "frequency", "knees", "params"], align="rrrl", max_width=terminal_width()))
+    if none:
+        print(f"({none} re-evaluations had no feasible design)")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from dse.report import dumps, table
+from dse.report import dumps, table, terminal_width
 from dse.reproduce import reproduce
 from dse.reproduce.registry import EVIDENCE, TOLERANCE, summary
 
@@ -40,6 +40,6 @@ def run(args: argparse.Namespace) -> int:
         print(table([(r.key, r.published_text, r.ours, None if r.ratio is None else f"{r.ratio:.3f}", r.cls,
                       r.evidence or "-", r.status, r.note) for r in shown],
                     ["entry", "published", "ours", "ratio", "class", "evidence", "status", "note"],
-                    align="lrrrllll"))
+                    align="lrrrllll", max_width=terminal_width(120)))
         print("\n" + summary_line(s))
     return 1 if s["exact_misses"] else 0

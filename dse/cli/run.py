@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("front: no feasible design yet")
     print(f"storage: {s.storage}")
-    print(f"next: dse front {args.study} | dse plot {args.study} | dse export {args.study} --knee -o design.toml")
+    ref = cfg.command_args()
+    print(f"next: dse front {ref} | dse report {ref} -o report.html | dse export {ref} --knee -o design.toml")
     return 0
 
 

@@ -8,6 +8,7 @@
     metric = "ffn_latency_us_per_token"
     direction = "minimize"          # or "maximize"
     aggregate = "worst"             # over the study's workloads: worst (default) | mean | sum | max | min
+    reference = 5.0                 # optional: hypervolume reference value (set on every objective)
 
     [[constraints]]                  # optional; a design violating one is recorded as infeasible
     metric = "die_area_mm2"
@@ -33,7 +34,7 @@ from dse.tomlfile import read_toml
 DIRECTIONS = ("minimize", "maximize")
 AGGREGATES = ("worst", "mean", "sum", "max", "min")
 TOP_KEYS = ("description", "objectives", "constraints")
-OBJ_KEYS = ("metric", "direction", "aggregate", "label")
+OBJ_KEYS = ("metric", "direction", "aggregate", "label", "reference")
 CON_KEYS = ("metric", "le", "ge", "scale", "label")
 
 
@@ -43,6 +44,7 @@ class Objective:
     direction: str = "minimize"
     aggregate: str = "worst"
     label: str = ""
+    reference: float | None = None     # hypervolume reference value (objective's unit), optional
 
     @property
     def name(self) -> str:
@@ -206,7 +208,11 @@ def objectives_from_dict(data: Mapping[str, Any], source: str = "objectives") ->
         if a not in AGGREGATES:
             raise ConfigError(f"{source}: {key}.aggregate = {a!r}: must be one of {', '.join(AGGREGATES)}")
         lab = _label(o.get("label", ""), source, f"{key}.label")
-        out_o.append(Objective(metric, d, a, lab))
+        ref = o.get("reference")
+        if ref is not None and (isinstance(ref, bool) or not isinstance(ref, (int, float)) or not math.isfinite(ref)):
+            raise ConfigError(f"{source}: {key}.reference = {ref!r}: must be a finite number (the hypervolume "
+                              f"reference value of this objective)")
+        out_o.append(Objective(metric, d, a, lab, None if ref is None else float(ref)))
     names = [o.name for o in out_o]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:

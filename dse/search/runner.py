@@ -147,8 +147,8 @@ def open_study(cfg: StudyConfig, *, create: bool, n_existing_hint: int | None = 
     except KeyError:
         sid = None
     if sid is None and not create:
-        raise ConfigError(f"{cfg.source}: no study {cfg.name!r} in {where}; run `dse run {cfg.source.name}` "
-                          f"first (with the same --storage/--model/--seed)")
+        raise ConfigError(f"{cfg.source}: no study {cfg.name!r} in {where}; run `dse run {cfg.command_args()}` "
+                          f"first")
     n_existing = 0 if sid is None else storage.get_n_trials(sid)
     sampler = make_sampler(cfg, n_existing)
     study = optuna.create_study(study_name=cfg.name, storage=storage, sampler=sampler,

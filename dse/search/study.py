@@ -111,6 +111,25 @@ class StudyConfig:
     def storage_url(self) -> str | None:
         return self.storage
 
+    def command_args(self) -> str:
+        """The study path and the identity flags as the user typed them (password masked), for
+        hints such as ``dse front <command_args>``."""
+        import os
+        import shlex
+        from dse.search.storage import mask_url
+        path = str(self.source)
+        try:
+            rel = os.path.relpath(path)
+            path = rel if not rel.startswith("..") else path
+        except ValueError:  # another drive (Windows)
+            pass
+        out = [shlex.quote(path)]
+        if self.storage:
+            out.append(f"--storage {shlex.quote(mask_url(self.storage))}")
+        for k, v in self.overrides:
+            out.append(f"--{k} {shlex.quote(str(v))}")
+        return " ".join(out)
+
     def with_overrides(self, *, model: str | None = None, seed: int | None = None, trials: int | None = None,
                        storage: str | None = None) -> "StudyConfig":
         """Apply CLI overrides; ``model``/``seed`` change the study's identity (name)."""

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from dse.errors import ConfigError, show_value, type_name, where
+from dse.errors import ConfigError, show_value, suggest, type_name, where
 
 # Longest free-text knob value (a trace path, a model name): errors and files stay bounded.
 MAX_STRING_CHARS = 4096
@@ -168,7 +168,8 @@ def _coerce_str(param: Param, value: Any, loc: str, bad: Callable[..., ConfigErr
             raise ConfigError(f"{loc} = {show_value(value)}: must be a string (got {type_name(value)})")
         raise bad(f"got {type_name(value)}")
     if param.choices is not None and value not in param.choice_values():
-        raise bad()
+        raise ConfigError(f"{loc} = {show_value(value)}: must be {param.allowed()}"
+                          f"{suggest(value, [str(c) for c in param.choice_values()])}")
     if param.choices is None and (not value or len(value) > MAX_STRING_CHARS or "\x00" in value):
         raise ConfigError(f"{loc} = {show_value(value)}: must be a non-empty string of at most "
                           f"{MAX_STRING_CHARS} characters without NUL")

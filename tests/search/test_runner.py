@@ -202,7 +202,7 @@ def test_changed_space_is_refused_on_resume(tmp_path):
 
 def test_front_of_a_missing_study_is_a_clear_error(tmp_path):
     cfg = _cfg(_study(tmp_path), seed=3)
-    with pytest.raises(ConfigError, match=r"no study 's\[seed=3\]' in .*s\.db; run `dse run s\.toml` first"):
+    with pytest.raises(ConfigError, match=r"no study 's\[seed=3\]' in .*s\.db; run `dse run \S*s\.toml --seed 3` first"):
         load_results(cfg)
 
 

@@ -1,0 +1,65 @@
+"""`dse report STUDY.toml -o report.html [--format html|md] [--robust N]`: one shareable report."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dse.cli.run import _int_arg, add_study_args, study_from_args
+from dse.errors import ConfigError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="write a self-contained HTML (or Markdown) report of a study",
+                       description="One file to share: summary, front table, knee and nearest alternatives, "
+                                   "pairwise fronts, parallel coordinates, the knee's area / power / energy "
+                                   "breakdown, hypervolume against trials, knob importance, infeasibility "
+                                   "reasons, knee confidence (--robust) and the model version with its "
+                                   "`dse reproduce` summary. HTML embeds its figures and needs no network.")
+    add_study_args(p)
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="report file (.html or .md)")
+    p.add_argument("--format", choices=("html", "md"), help="default: from the -o extension, else html")
+    p.add_argument("--columns", metavar="A,B,...", help="columns of the front table (default: objectives and "
+                                                        "the knobs that vary on the front)")
+    p.add_argument("--sort", metavar="NAME", help="sort the front table by this column (--sort=-NAME: descending)")
+    p.add_argument("--robust", type=_int_arg, metavar="N",
+                   help="also re-evaluate the designs around the front under N other trace seeds (knee confidence)")
+    p.add_argument("--jobs", "-j", type=_int_arg, default=1, help="worker processes for --robust")
+    p.add_argument("--no-reproduce", action="store_true", help="skip the `dse reproduce` summary")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dse.search.results import load_results
+    from dse.viz.report import build_report
+    from dse.viz.report_render import to_html, to_markdown
+    cfg = study_from_args(args)
+    res = load_results(cfg)
+    out = Path(args.output)
+    fmt = args.format or ("md" if out.suffix.lower() in (".md", ".markdown") else "html")
+    robust = None
+    if args.robust is not None:
+        if args.robust < 1:
+            raise ConfigError(f"--robust {args.robust}: must be a positive number of trace seeds")
+        from dse.search import robust as rb
+        from dse.search.runner import evaluate_design
+        if res.candidates():
+            robust = rb.robust_knees(res, rb.seed_variants(cfg, args.robust), evaluate_design, jobs=args.jobs)
+    rows = None
+    if not args.no_reproduce:
+        from dse.reproduce import reproduce
+        rows = reproduce()
+    cols = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
+    sections = build_report(res, robust=robust, reproduce_rows=rows, columns=cols, sort=args.sort)
+    title = f"rexpert-dse study report: {cfg.name}"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "html":
+            out.write_text(to_html(title, sections), encoding="utf-8")
+            written = [out]
+        else:
+            written = to_markdown(title, sections, out)
+    except OSError as exc:
+        raise ConfigError(f"-o {out}: cannot write ({exc.strerror})") from None
+    extra = f" and {len(written) - 1} figures beside it" if len(written) > 1 else ""
+    print(f"wrote {out} ({len(sections)} sections{extra})")
+    return 0

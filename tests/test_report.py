@@ -1,0 +1,79 @@
+"""`dse report`: one self-contained HTML file (every section, no external URL, knee numbers equal
+to `dse front --json`) and the Markdown variant with its PNGs beside it."""
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+
+from dse.cli import main
+
+SECTIONS = ["summary", "front", "knee", "pairwise-fronts", "parallel-coordinates", "breakdown", "hypervolume",
+            "importance", "infeasibility", "robust", "version"]
+
+
+class _Collect(HTMLParser):
+    """Section ids, every URL-bearing attribute, and the cells of each table by id."""
+
+    def __init__(self):
+        super().__init__()
+        self.sections, self.urls, self.tables = [], [], {}
+        self._table = None
+        self._row = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "section":
+            self.sections.append(a.get("id"))
+        for k in ("src", "href", "action", "data", "poster", "srcset"):
+            if k in a:
+                self.urls.append(a[k])
+        if tag == "table":
+            self._table = self.tables.setdefault(a.get("id", ""), [])
+        elif tag == "tr" and self._table is not None:
+            self._row = []
+            self._table.append(self._row)
+        elif tag == "td" and self._row is not None:
+            self._row.append(a.get("data-value"))
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._table = None
+
+
+def test_report_html_is_self_contained_and_agrees_with_front(tmp_path, quickstart_study, capsys):
+    out = tmp_path / "r.html"
+    assert main(["report", *quickstart_study, "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    p = _Collect()
+    p.feed(text)
+    assert p.sections == SECTIONS
+    # no external URL anywhere: only in-page anchors and embedded images
+    assert all(u.startswith("#") or u.startswith("data:image/png;base64,") for u in p.urls), p.urls
+    assert not re.search(r"\b(https?|ftp|wss?|file)://|url\(|src=\"(?!data:)", text)
+    assert "<script" not in text and "@import" not in text
+    capsys.readouterr()
+    assert main(["front", *quickstart_study, "--json"]) == 0
+    front = json.loads(capsys.readouterr().out)
+    knee = front["knee"]
+    row = p.tables["knee-table"][1]       # first body row: the knee
+    objs = [float(v) for v in row[3:3 + len(front["objectives"])]]
+    assert int(row[1]) == knee["trial"]
+    assert objs == [knee["objectives"][o["name"]] for o in front["objectives"]]
+    knee_rows = [r for r in p.tables["front-table"] if r and r[0] is not None and int(r[0]) == knee["trial"]]
+    assert len(knee_rows) == 1
+    assert len([r for r in p.tables["front-table"] if r]) == len(front["front"])
+
+
+def test_report_markdown_writes_pngs_beside_it(tmp_path, quickstart_study):
+    out = tmp_path / "r.md"
+    assert main(["report", *quickstart_study, "-o", str(out), "--no-reproduce"]) == 0
+    md = out.read_text()
+    for title in ("## Study summary", "## Pareto front", "## Knee and its five nearest alternatives",
+                  "## Pairwise fronts", "## Parallel coordinates", "## Knee breakdown", "## Hypervolume",
+                  "## Knob importance", "## Why designs were infeasible", "## Knee confidence", "## Model version"):
+        assert title in md
+    pngs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+    assert len(pngs) >= 5
+    for name in pngs:
+        assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
