@@ -102,3 +102,15 @@ def test_compare_cli_writes_the_figure_and_the_table(quickstart_study, tmp_path,
     assert d["coverage"][a][b] == 1.0 and d["dominant"] == a          # a study covers its own copy
     assert all(d["knees_agree"].values()) and d["hypervolume"][a] == d["hypervolume"][b]
     assert main(["compare", study]) == 2
+
+
+def test_run_without_a_terminal_prints_one_line_per_batch(tmp_path, capsys):
+    from pathlib import Path
+    study = str(Path(__file__).resolve().parent.parent / "studies" / "quickstart.toml")
+    url = f"sqlite:///{tmp_path / 'q.db'}"
+    assert main(["run", study, "--storage", url, "--trials", "32"]) == 0     # batch 16: two batches
+    cap = capsys.readouterr()
+    lines = [ln for ln in cap.err.splitlines() if ln.startswith("quickstart: ")]
+    assert [ln.split(",")[0] for ln in lines] == ["quickstart: 16/32 trials", "quickstart: 32/32 trials"]
+    assert all("trials/s" in ln and "ETA" in ln and "feasible" in ln and "front" in ln for ln in lines)
+    assert f"next: dse front {study} --storage {url}" in cap.out or "next: dse front studies/quickstart.toml" in cap.out

@@ -142,7 +142,8 @@ def _rows(args, res, shown, front, knee):
             from dse.errors import suggest
             raise ConfigError(f"--columns {c!r}: not an objective, knob or metric of this study{suggest(c, known)}")
     rows = []
-    for r in _sorted(args, res, shown, value):
+    ordered = shown if args.csv and not args.sort else _sorted(args, res, shown, value)  # CSV: trial order
+    for r in ordered:
         row = [r.number, "*" if knee is not None and r.number == knee.number else ""]
         if args.all:
             row.append("front" if r.number in front_ids else ("yes" if r.feasible else "no"))

@@ -51,8 +51,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--jobs {args.jobs}: must be a positive number of workers or -1 (every core)")
     cfg = study_from_args(args, trials=args.trials)
     progress = not args.no_progress and sys.stderr.isatty()
+    lines = None if progress or args.no_progress else BatchLines(cfg.name)
     try:
-        s = run_study(cfg, jobs=args.jobs, progress=progress)
+        s = run_study(cfg, jobs=args.jobs, progress=progress, on_batch=lines)
     except KeyboardInterrupt:
         print(f"dse: interrupted; finished trials are kept. Re-run the same command to resume study "
               f"{cfg.name!r}.", file=sys.stderr)
@@ -76,17 +77,38 @@ def run(args: argparse.Namespace) -> int:
         print(f"front: {knee['front_size']} designs; knee: trial {knee['knee_trial']} ({params}) -> {objs}")
     else:
         print("front: no feasible design yet")
+    if knee.get("knee_moved"):
+        print(f"warning: the knee moved in the last fifth of the trials (trial {knee['knee_moved'][0]} -> "
+              f"{knee['knee_moved'][1]}): it is not settled; run more trials (--trials N)", file=sys.stderr)
     print(f"storage: {s.storage}")
     ref = cfg.command_args()
     print(f"next: dse front {ref} | dse report {ref} -o report.html | dse export {ref} --knee -o design.toml")
     return 0
 
 
+class BatchLines:
+    """Without a terminal: one progress line per batch on stderr (trials done, rate, ETA,
+    feasible count, front size)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, st: dict) -> None:
+        rate = st["new_trials"] / st["elapsed_s"] if st["elapsed_s"] > 0 else 0.0
+        left = st["target"] - st["complete"]
+        eta = f"{left / rate:.0f} s" if rate > 0 else "-"
+        print(f"{self.name}: {st['complete']}/{st['target']} trials, {rate:.2f} trials/s, ETA {eta}, "
+              f"{st['feasible']} feasible, front {st['front']}", file=sys.stderr, flush=True)
+
+
 def _knee_summary(cfg) -> dict:
+    from dse.search.quality import knee_moved
     from dse.search.results import load_results
     res = load_results(cfg)
     k = res.knee()
     if k is None:
         return {"front_size": 0, "knee_trial": None}
+    moved = knee_moved(res)
     return {"front_size": len(res.front()), "knee_trial": k.number, "knee_params": k.params,
-            "knee_objectives": res.objective_values(k)}
+            "knee_objectives": res.objective_values(k),
+            "knee_moved": None if moved is None else [moved[0].number, moved[1].number]}

@@ -190,16 +190,17 @@ class RunSummary:
 
 def run_study(cfg: StudyConfig, *, jobs: int = 1, progress: bool = False,
               evaluator: Evaluator | None = None, max_batches: int | None = None,
-              max_evaluations: int | None = None) -> RunSummary:
+              max_evaluations: int | None = None, on_batch: Callable[[dict], None] | None = None) -> RunSummary:
     """Run (or resume) ``cfg`` until it has ``cfg.trials`` finished trials.
 
     ``evaluator`` replaces :func:`evaluate_design` (tests); ``max_batches`` stops early;
     ``max_evaluations`` stops once the study holds that many distinct evaluated designs
-    (search-quality benchmarks count evaluations, not trials).
+    (search-quality benchmarks count evaluations, not trials); ``on_batch`` is called after each
+    batch with ``{complete, target, feasible, front, elapsed_s, new_trials}`` (progress lines).
     """
     with quiet_optuna():
         return _run_study(cfg, jobs=jobs, progress=progress, evaluator=evaluator, max_batches=max_batches,
-                          max_evaluations=max_evaluations)
+                          max_evaluations=max_evaluations, on_batch=on_batch)
 
 
 class quiet_optuna(warnings.catch_warnings):
@@ -297,7 +298,8 @@ class _Mirror:
 
 
 def _run_study(cfg: StudyConfig, *, jobs: int, progress: bool, evaluator: Evaluator | None,
-               max_batches: int | None, max_evaluations: int | None = None) -> RunSummary:
+               max_batches: int | None, max_evaluations: int | None = None,
+               on_batch: Callable[[dict], None] | None = None) -> RunSummary:
     import optuna
     t0 = time.perf_counter()
     pstudy, storage = open_study(cfg, create=True)
@@ -386,6 +388,10 @@ def _run_study(cfg: StudyConfig, *, jobs: int, progress: bool, evaluator: Evalua
                     bar.update(1 if status == "ok" else 0)
                     bar.set_postfix(feasible=feasible, refresh=False)
             batches += 1
+            if on_batch is not None:
+                on_batch({"complete": complete, "target": target, "feasible": feasible,
+                          "front": len({t.user_attrs.get("design_key") for t in mirror.mem.best_trials}), "elapsed_s": time.perf_counter() - t0,
+                          "new_trials": summary.new_trials})
             if summary.errors and summary.errors >= max(10, summary.new_trials // 2):
                 raise ConfigError(f"{cfg.source}: {summary.errors} of {summary.new_trials} evaluations failed "
                                   f"(first: {summary.first_error}); stopping")
