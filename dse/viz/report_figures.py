@@ -49,7 +49,8 @@ def breakdown_figure(designs: Sequence[tuple[str, dict[str, Any]]]):
         ax.set_xticks(range(len(rows)), [n for n, _ in rows], rotation=30, ha="right", fontsize=8)
         ax.set_ylabel(panel, fontsize=8)
         ax.grid(axis="y", alpha=0.3)
-    axes[0, 0].legend(fontsize=7, loc="lower left")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles[::-1], labels[::-1], fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.suptitle("knee (first bar) and its nearest alternatives: component breakdown", fontsize=9)
     fig.tight_layout()
     return fig
