@@ -7,6 +7,7 @@ the kernel's own objects; the test compares them with the library called from th
 from __future__ import annotations
 
 import json
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -45,8 +46,11 @@ def run_notebook(name: str) -> tuple[str, dict]:
 
 
 def test_quickstart_notebook():
+    before = set(Path(tempfile.gettempdir()).glob("dse-quickstart-*"))
     text, state = run_notebook("quickstart.ipynb")
     assert '"output_type": "error"' not in text
+    assert text.count('"image/png"') >= 2                  # the front and the parallel coordinates show
+    assert set(Path(tempfile.gettempdir()).glob("dse-quickstart-*")) <= before    # its temp folder is removed
     assert "re-evaluated metrics identical to the exported ones: True" in text
     assert state["complete"] == 24 and state["same"] is True
     assert state["front"] >= 1 and state["knee_in_front"] is True

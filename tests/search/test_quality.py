@@ -7,7 +7,7 @@ import math
 import pytest
 
 from dse.errors import ConfigError
-from dse.search import quality, robust
+from dse.search import quality
 from dse.search.results import load_results
 from dse.search.runner import run_study
 from dse.search.study import load_study
@@ -83,20 +83,6 @@ def test_knee_history_and_moved_warning(tmp_path):
     assert hist[-1][1].number == res.knee().number
     moved = quality.knee_moved(res)
     assert moved is None or moved[1].number == res.knee().number
-
-
-def test_robust_knees_count_every_variant(tmp_path):
-    res = _study(tmp_path)
-    variants = robust.seed_variants(res.cfg, 6)
-    assert [v.overrides["trace_seed"] for v in variants] == [1, 2, 3, 4, 5, 6]
-    rk = robust.robust_knees(res, variants, fake_eval)
-    freq = rk.frequency()
-    assert sum(rk.counts.values()) == 6 and sum(freq.values()) == pytest.approx(1.0)
-    # by hand: the bump moves to side 2 + seed % 3 -> sides 3, 4, 2, 3, 4, 2 (broadcast wins each time)
-    knees = {res.record(k).params["core_side"] for k in rk.knees}
-    assert knees <= {2, 3, 4}
-    js = rk.to_json(res)
-    assert js["knee_frequency"][0]["frequency"] == max(freq.values())
 
 
 def test_compare_uses_one_reference_and_finds_the_dominant_run(tmp_path):
