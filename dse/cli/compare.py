@@ -47,15 +47,11 @@ def run(args: argparse.Namespace) -> int:
         names.append(cfg.name if cfg.name not in names else text)
     cmp = quality.compare(results, names)
     if args.output:
-        from dse.viz.report_figures import compare_figure
-        from dse.viz.study_plots import _plt, metadata
-        fig = compare_figure(results, names)
-        fmt_ = args.output.rsplit(".", 1)[-1].lower()
+        from dse.viz.report_figures import compare_figure, save_figure
         try:
-            fig.savefig(args.output, dpi=130, bbox_inches="tight", metadata=metadata(fmt_))
+            save_figure(compare_figure(results, names), args.output)
         except (OSError, ValueError) as exc:
             raise ConfigError(f"-o {args.output}: cannot write ({exc})") from None
-        _plt().close(fig)
     if args.json:
         print(dumps(cmp.to_json()))
         return 0

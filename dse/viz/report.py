@@ -123,7 +123,7 @@ def knee_section(res) -> Section:
     alts = nearest_alternatives(res)
     rows = [["knee", knee.number, 0.0] + [res.objective_values(knee)[o] for o in onames] + ["-"]]
     for i, (r, d) in enumerate(alts, 1):
-        diff = [f"{k}={sp._short(r.params.get(k))}" for k in knobs if r.params.get(k) != knee.params.get(k)]
+        diff = [f"{k}={sp.short(r.params.get(k))}" for k in knobs if r.params.get(k) != knee.params.get(k)]
         rows.append([f"alternative {i}", r.number, d] + [res.objective_values(r)[o] for o in onames]
                     + [", ".join(diff) or "same knobs"])
     params = Table(["knob", "knee value"], [[k, knee.params.get(k)] for k in knobs], "knee-params")

@@ -23,6 +23,15 @@ def png_bytes(fig, dpi: int = 110) -> bytes:
     return buf.getvalue()
 
 
+def save_figure(fig, path) -> None:
+    """Write ``fig`` to ``path`` (format from the suffix, no creation date) and close it."""
+    fmt = str(path).rsplit(".", 1)[-1].lower()
+    try:
+        fig.savefig(path, dpi=130, bbox_inches="tight", metadata=metadata(fmt))
+    finally:
+        _plt().close(fig)
+
+
 def breakdown_rows(metrics: dict[str, Any]) -> dict[str, list[tuple[str, float]]]:
     """Per-component die area (mm2), die power (W) and pool energy per token (uJ; the pool's
     energy split by each component's share of die power)."""

@@ -100,7 +100,7 @@ def varying_knobs(res, recs) -> list[str]:
 
 
 def design_label(r, knobs: Sequence[str]) -> str:
-    return ", ".join(f"{k}={_short(r.params.get(k))}" for k in knobs) or f"trial {r.number}"
+    return ", ".join(f"{k}={short(r.params.get(k))}" for k in knobs) or f"trial {r.number}"
 
 
 def front_figure(res):
@@ -146,7 +146,7 @@ def _pair_panel(res, ax, i: int, j: int) -> None:
                 fontsize=6, color="0.35")
         for n, (r, (x, y)) in enumerate(zip(cand, V[:, [i, j]])):
             if knee is None or r.number != knee.number:
-                ax.annotate(",".join(_short(r.params.get(k)) for k in knobs), (x, y), textcoords="offset points",
+                ax.annotate(",".join(short(r.params.get(k)) for k in knobs), (x, y), textcoords="offset points",
                             xytext=(5, -8 if n % 2 else 3), fontsize=6, color="0.35")
     for k, axis in ((i, ax.xaxis), (j, ax.yaxis)):
         allv = np.concatenate([V[:, k], Iv[:, k]]) if len(Iv) else V[:, k]
@@ -164,7 +164,7 @@ def _mark_knee(res, ax, knee, i: int, j: int, knobs: Sequence[str]) -> None:
     ax.scatter([kv[i]], [kv[j]], marker="*", s=240, color="C1", edgecolor="k", zorder=5,
                label=f"knee: trial {knee.number}")
     shown = list(knobs)[:6]
-    txt = f"knee: trial {knee.number}\n" + "\n".join(f"{k}={_short(knee.params.get(k))}" for k in shown)
+    txt = f"knee: trial {knee.number}\n" + "\n".join(f"{k}={short(knee.params.get(k))}" for k in shown)
     # place the box toward the middle of the panel so it never leaves the axes
     def mid(lim, scale):
         return math.sqrt(lim[0] * lim[1]) if scale == "log" else 0.5 * (lim[0] + lim[1])
@@ -272,7 +272,7 @@ def encode_axis(raw: list[Any], log: bool = False) -> tuple[np.ndarray, tuple[li
         col = np.where(np.isnan(t), 0.0, (t - lo) / (hi - lo) if hi > lo else 0.5)
         grid = np.linspace(lo, hi, 5)
         pos = list((grid - lo) / (hi - lo)) if hi > lo else [0.5]
-        labs = [_short(10 ** g if log else g) for g in (grid if hi > lo else [lo])]
+        labs = [short(10 ** g if log else g) for g in (grid if hi > lo else [lo])]
         return col, (pos, labs)
     cats = sorted({str(v) for v in raw})
     return _categorical(raw, cats, str)
@@ -283,10 +283,11 @@ def _categorical(raw, cats, key):
     n = max(1, len(cats) - 1)
     col = np.array([idx[key(v)] / n if len(cats) > 1 else 0.5 for v in raw])
     pos = [i / n if len(cats) > 1 else 0.5 for i in range(len(cats))]
-    return col, (pos, [_short(c) if c is not None else "None" for c in cats])
+    return col, (pos, [short(c) if c is not None else "None" for c in cats])
 
 
-def _short(v: Any) -> str:
+def short(v: Any) -> str:
+    """A knob or tick value as short text (integral floats without the .0)."""
     if isinstance(v, (float, np.floating)):
         v = float(v)
         if v.is_integer() and abs(v) < 1e9:

@@ -57,7 +57,7 @@ BAD_OBJECTIVES = [
     ('[[objectives]]\nmetric = "t_layer_us"\n[[objectives]]\nmetric = "t_layer_us"\n',
      "objectives: 't_layer_us' appears twice (give each objective a distinct metric or label)"),
     ('[[objectives]]\nmetric = "t_layer_us"\nweight = 2\n',
-     "objectives[0].weight: unknown key (allowed: metric, direction, aggregate, label)"),
+     "objectives[0].weight: unknown key (allowed: metric, direction, aggregate, label, reference)"),
 ]
 
 
