@@ -38,7 +38,7 @@ def fake_eval(design, models):
                 "a": float(s), "b": math.sqrt(s) + bonus + bump} for m in models}
 
 
-def _study(tmp_path, name="s", seed=0, ref=False, grid=True):
+def fake_study(tmp_path, name="s", seed=0, ref=False, grid=True):
     (tmp_path / "space.toml").write_text(SPACE)
     (tmp_path / f"obj{int(ref)}.toml").write_text(OBJ.format(ref_a="reference = 10.0" if ref else "",
                                                              ref_b="reference = 0.0" if ref else ""))
@@ -52,7 +52,7 @@ def _study(tmp_path, name="s", seed=0, ref=False, grid=True):
 
 
 def test_hypervolume_on_a_fixed_reference_is_in_objective_units(tmp_path):
-    res = _study(tmp_path, ref=True)
+    res = fake_study(tmp_path, ref=True)
     ref = quality.study_reference(res)
     assert ref.values == (10.0, 0.0) and "fixed by" in ref.source
     # front: (a, b) of the broadcast designs of sides 1..5 (bump at side 2): by hand, staircase area
@@ -70,7 +70,7 @@ def test_hypervolume_on_a_fixed_reference_is_in_objective_units(tmp_path):
 
 
 def test_default_reference_is_the_worst_finite_value_and_stated(tmp_path):
-    res = _study(tmp_path)
+    res = fake_study(tmp_path)
     ref = quality.study_reference(res)
     assert "worst finite value" in ref.source
     assert ref.values == (6.0, 1.0)      # worst a (side 6: infeasible but finite) and worst b (side 1, direct)
@@ -78,7 +78,7 @@ def test_default_reference_is_the_worst_finite_value_and_stated(tmp_path):
 
 
 def test_knee_history_and_moved_warning(tmp_path):
-    res = _study(tmp_path)
+    res = fake_study(tmp_path)
     hist = quality.knee_history(res, points=4)
     assert hist[-1][1].number == res.knee().number
     moved = quality.knee_moved(res)
@@ -86,8 +86,8 @@ def test_knee_history_and_moved_warning(tmp_path):
 
 
 def test_compare_uses_one_reference_and_finds_the_dominant_run(tmp_path):
-    a = _study(tmp_path, "a", grid=True)
-    b = _study(tmp_path, "b", seed=1, grid=False)
+    a = fake_study(tmp_path, "a", grid=True)
+    b = fake_study(tmp_path, "b", seed=1, grid=False)
     cmp = quality.compare([a, b], ["a", "b"])
     assert "union" in cmp.reference.source
     assert cmp.coverage[0][1] == 1.0      # the exhaustive grid's front covers the random run's
@@ -97,11 +97,11 @@ def test_compare_uses_one_reference_and_finds_the_dominant_run(tmp_path):
 
 
 def test_compare_refuses_different_questions(tmp_path):
-    a = _study(tmp_path, "a")
-    b = _study(tmp_path, "b", ref=True)
+    a = fake_study(tmp_path, "a")
+    b = fake_study(tmp_path, "b", ref=True)
     quality.compare([a, b], ["a", "b"])          # same names and directions: accepted
     (tmp_path / "other.toml").write_text('[[objectives]]\nmetric = "b"\n')
-    c = _study(tmp_path, "c")
+    c = fake_study(tmp_path, "c")
     from dataclasses import replace
     from dse.search.objectives import load_objectives
     c.cfg = replace(c.cfg, objectives=load_objectives(tmp_path / "other.toml"))
@@ -110,5 +110,5 @@ def test_compare_refuses_different_questions(tmp_path):
 
 
 def test_infeasibility_reasons_are_counted_by_kind(tmp_path):
-    res = _study(tmp_path)
+    res = fake_study(tmp_path)
     assert quality.infeasibility_counts(res) == [("side # too big", 2)]

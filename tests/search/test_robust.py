@@ -4,12 +4,12 @@ from __future__ import annotations
 import pytest
 
 from dse.search import robust
-from tests.search.test_quality import _study, fake_eval
+from tests.search.test_quality import fake_eval, fake_study
 
 
 
 def test_robust_knees_count_every_variant(tmp_path):
-    res = _study(tmp_path)
+    res = fake_study(tmp_path)
     variants = robust.seed_variants(res.cfg, 6)
     assert [v.overrides["trace_seed"] for v in variants] == [1, 2, 3, 4, 5, 6]
     rk = robust.robust_knees(res, variants, fake_eval)
