@@ -77,3 +77,16 @@ def test_report_markdown_writes_pngs_beside_it(tmp_path, quickstart_study):
     assert len(pngs) >= 5
     for name in pngs:
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_report_shows_the_knee_frequency(tmp_path):
+    from dse.search import robust
+    from dse.viz.report import Figure, Table, robust_section
+    from tests.search.test_quality import fake_eval, fake_study
+    res = fake_study(tmp_path)
+    rk = robust.robust_knees(res, robust.seed_variants(res.cfg, 3), fake_eval)
+    sec = robust_section(res, rk)
+    table = next(b for b in sec.blocks if isinstance(b, Table))
+    assert sum(row[2] for row in table.rows) == 3                       # every re-evaluation has one knee
+    assert {row[0] for row in table.rows} == {k for k in rk.knees}
+    assert any(isinstance(b, Figure) for b in sec.blocks)
