@@ -195,7 +195,11 @@ def place(policy: str, dom: Domain, profile_load: np.ndarray, coact: np.ndarray 
 
 
 def _lpt(dom: Domain, load: np.ndarray, coact: np.ndarray | None) -> np.ndarray:
-    """Greedy LPT over cores then groups, vectorised over layers (one pass per expert rank)."""
+    """Greedy LPT over cores then groups, vectorised over layers (one pass per expert rank).
+
+    Per rank the core choice costs O(layers x cores) and the group choice O(layers x groups per
+    core) (only the chosen core's groups are scored); co-activation keeps, per core, the summed
+    co-firing of its experts with every expert, updated as experts are placed."""
     a = dom.arrays
     L, E = load.shape
     N, G = dom.n_cores, dom.n_groups
@@ -207,30 +211,35 @@ def _lpt(dom: Domain, load: np.ndarray, coact: np.ndarray | None) -> np.ndarray:
     group_load = np.zeros((L, G))
     group_free = np.broadcast_to(a.group_units, (L, G)).copy()
     group_next = np.broadcast_to(a.group_start, (L, G)).copy()        # next free unit of each group
-    member = np.zeros((L, N, E)) if coact is not None else None       # experts already on each core
+    core_co = np.zeros((L, N, E)) if coact is not None else None      # co-firing of each core with each expert
     group_pes = a.group_units.astype(np.float64)
+    n_groups = np.bincount(a.group_core, minlength=N)
+    j = np.arange(max(1, int(n_groups.max())))
+    pad = j[None, :] >= n_groups[:, None]                             # [N, groups per core]
+    core_groups = np.where(pad, 0, a.core_group_start[:, None] + j[None, :])
+    group_tie = 1e-9 * np.arange(G)
     slot = np.empty((L, E), dtype=np.int64)
     w = float(C.coactivation_weight)
     for r in range(E):
         e = order[:, r]
         le = load[rows, e]
         cost = (core_load + le[:, None]) / core_pes
-        if member is not None:
-            co = np.einsum("lne,le->ln", member, coact[rows, e])
-            cost = cost + w * co / core_pes
+        if core_co is not None:
+            cost = cost + w * core_co[rows, :, e] / core_pes
         cost += 1e-9 * (1.0 - core_free / core_pes)                   # tie: the emptiest core
         cost[core_free == 0] = np.inf
         c = np.argmin(cost, axis=1)
         # the least-loaded group (per PE tile) with a free unit on that core
-        gcost = group_load / group_pes + 1e-9 * np.arange(G)
-        gcost[(a.group_core[None, :] != c[:, None]) | (group_free == 0)] = np.inf
-        g = np.argmin(gcost, axis=1)
+        cg = core_groups[c]
+        gcost = group_load[rows[:, None], cg] / group_pes[cg] + group_tie[cg]
+        gcost[pad[c] | (group_free[rows[:, None], cg] == 0)] = np.inf
+        g = cg[rows, np.argmin(gcost, axis=1)]
         slot[rows, e] = group_next[rows, g]
         group_next[rows, g] += 1
         group_free[rows, g] -= 1
         group_load[rows, g] += le
         core_free[rows, c] -= 1
         core_load[rows, c] += le
-        if member is not None:
-            member[rows, c, e] = 1.0
+        if core_co is not None:
+            core_co[rows, c, :] += coact[rows, :, e]
     return slot

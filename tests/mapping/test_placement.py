@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dse.constants import C
 from dse.mapping import placement as pl
 from dse.spec import DesignPoint
 
@@ -92,3 +93,83 @@ def test_coactivation_separates_cofiring_pair():
     core = dom.arrays.unit_core
     assert core[lpt[0, 0]] == core[lpt[0, 2]]                       # plain LPT pairs them
     assert core[coa[0, 0]] != core[coa[0, 2]]                       # coactivation-aware does not
+
+
+# -- LPT against a slow oracle: every group of the domain scored, co-activation summed over the
+# core's members at each rank (the straightforward implementation)
+def oracle_lpt(dom, load, coact):
+    a = dom.arrays
+    L, E = load.shape
+    N, G = dom.n_cores, dom.n_groups
+    rows = np.arange(L)
+    order = np.argsort(-load, axis=1, kind="stable")
+    core_pes = a.core_units.astype(np.float64)
+    core_load = np.zeros((L, N))
+    core_free = np.broadcast_to(a.core_units, (L, N)).copy()
+    group_load = np.zeros((L, G))
+    group_free = np.broadcast_to(a.group_units, (L, G)).copy()
+    group_next = np.broadcast_to(a.group_start, (L, G)).copy()
+    member = np.zeros((L, N, E)) if coact is not None else None
+    group_pes = a.group_units.astype(np.float64)
+    slot = np.empty((L, E), dtype=np.int64)
+    w = float(C.coactivation_weight)
+    for r in range(E):
+        e = order[:, r]
+        le = load[rows, e]
+        cost = (core_load + le[:, None]) / core_pes
+        if member is not None:
+            co = np.einsum("lne,le->ln", member, coact[rows, e])
+            cost = cost + w * co / core_pes
+        cost += 1e-9 * (1.0 - core_free / core_pes)
+        cost[core_free == 0] = np.inf
+        c = np.argmin(cost, axis=1)
+        gcost = group_load / group_pes + 1e-9 * np.arange(G)
+        gcost[(a.group_core[None, :] != c[:, None]) | (group_free == 0)] = np.inf
+        g = np.argmin(gcost, axis=1)
+        slot[rows, e] = group_next[rows, g]
+        group_next[rows, g] += 1
+        group_free[rows, g] -= 1
+        group_load[rows, g] += le
+        core_free[rows, c] -= 1
+        core_load[rows, c] += le
+        if member is not None:
+            member[rows, c, e] = 1.0
+    return slot
+
+
+def _profile(rng, L, E, k=4, B=16, steps=8):
+    ids = np.stack([np.stack([rng.choice(E, size=k, replace=False, p=_heat(rng, E)) for _ in range(B)])
+                    for _ in range(steps * L)]).reshape(steps, L, B, k)
+    load = np.zeros((L, E))
+    for l in range(L):
+        load[l] = np.bincount(ids[:, l].ravel(), minlength=E) / steps
+    i, j = np.triu_indices(k, 1)
+    a, b = ids[..., i], ids[..., j]
+    c = np.zeros((L, E, E), dtype=np.float32)
+    for l in range(L):
+        np.add.at(c[l], (a[:, l].ravel(), b[:, l].ravel()), 1.0)
+    return load, (c + c.transpose(0, 2, 1)) / steps
+
+
+def _heat(rng, E):
+    p = rng.pareto(1.2, E) + 0.05
+    return p / p.sum()
+
+
+DOMAINS = [(1, 1, 4, 8, "partial"), (2, 1, 8, 8, "partial"), (3, 2, 8, 12, "partial"), (3, 9, 10, 8, "idle"),
+           (4, 3, 16, 20, "partial"), (5, 7, 12, 8, "partial"), (8, 64, 16, 20, "partial"), (6, 5, 16, 8, "idle")]
+
+
+@pytest.mark.parametrize("side,groups,dx,dy,rem", DOMAINS)
+@pytest.mark.parametrize("policy", ["lpt", "coactivation"])
+def test_lpt_equals_oracle(side, groups, dx, dy, rem, policy):
+    rng = np.random.default_rng(side * 100 + groups)
+    L, E = 3, 48
+    load, coact = _profile(rng, L, E)
+    load[0, :6] = load[0, 6]              # ties in the load order
+    dom = pl.domain(E, side, groups, dx, dy, rem)
+    co = coact if policy == "coactivation" else None
+    got = pl.place(policy, dom, load, co)
+    want = oracle_lpt(dom, load, None if co is None else np.asarray(co, dtype=np.float64))
+    assert np.array_equal(got, want)
+    assert all(len(set(row)) == E for row in got)         # one expert per unit and layer

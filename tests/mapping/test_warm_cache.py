@@ -1,0 +1,50 @@
+"""The placement cache: a hit (in-process or from disk) is the computed array; another profile
+or domain is a miss; a corrupt file is recomputed."""
+from __future__ import annotations
+
+import numpy as np
+
+from dse.mapping import placement as pl
+from dse.mapping import warm_cache
+
+
+def _profile(rng, L, E):
+    """Mean tokens per step [L, E] of a skewed profile (the cache only sees the array)."""
+    return rng.pareto(1.2, (L, E)) + 0.05, None
+
+
+def test_placement_cache_hits_are_the_computed_array(tmp_path, monkeypatch):
+    monkeypatch.setenv("DSE_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(0)
+    load, coact = _profile(rng, 2, 32)
+    dom = pl.domain(32, 2, 2, 8, 8, "partial")
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return pl.place("lpt", dom, load)
+
+    d = warm_cache.profile_digest(load, None)
+    first = warm_cache.placement(d, dom, "lpt", compute)
+    warm_cache._MEMO.clear()                               # a fresh process: only the disk copy
+    again = warm_cache.placement(d, dom, "lpt", compute)
+    assert len(calls) == 1 and np.array_equal(first, again)
+    assert len(list((tmp_path / "placements").glob("*.npy"))) == 1
+    load2 = load.copy()
+    load2[0, 0] += 1.0                                     # another profile: another key
+    warm_cache.placement(warm_cache.profile_digest(load2, None), dom, "lpt", compute)
+    other = pl.domain(32, 2, 1, 8, 8, "partial")
+    warm_cache.placement(d, other, "lpt", compute)         # another domain: another key
+    assert len(calls) == 3
+
+
+def test_corrupt_cache_file_is_recomputed(tmp_path, monkeypatch):
+    monkeypatch.setenv("DSE_CACHE_DIR", str(tmp_path))
+    load, _ = _profile(np.random.default_rng(1), 2, 16)
+    dom = pl.domain(16, 2, 1, 8, 8, "partial")
+    d = warm_cache.profile_digest(load, None)
+    ref = warm_cache.placement(d, dom, "lpt", lambda: pl.place("lpt", dom, load))
+    for f in (tmp_path / "placements").glob("*.npy"):
+        f.write_bytes(b"not a numpy file")
+    warm_cache._MEMO.clear()
+    assert np.array_equal(warm_cache.placement(d, dom, "lpt", lambda: pl.place("lpt", dom, load)), ref)
