@@ -40,6 +40,12 @@ def register(sub) -> None:
     p.add_argument("--trials", type=_int_arg, help="target number of finished trials (default: the study's)")
     p.add_argument("--jobs", "-j", type=_int_arg, default=1,
                    help="worker processes evaluating designs (default 1; -1 = every core)")
+    p.add_argument("--backend", choices=("loky", "dask"), default="loky",
+                   help="where evaluations run: local worker processes (loky, default) or a "
+                        "dask.distributed cluster (dask)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="with --backend dask: the scheduler to join (tcp://host:8786); default: a local "
+                        "cluster of --jobs worker processes")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
     p.set_defaults(func=run)
@@ -49,11 +55,14 @@ def run(args: argparse.Namespace) -> int:
     from dse.search.runner import run_study
     if args.jobs == 0 or args.jobs < -1:
         raise ConfigError(f"--jobs {args.jobs}: must be a positive number of workers or -1 (every core)")
+    if args.scheduler is not None and args.backend != "dask":
+        raise ConfigError(f"--scheduler {args.scheduler!r}: only with --backend dask")
     cfg = study_from_args(args, trials=args.trials)
     progress = not args.no_progress and sys.stderr.isatty()
     lines = None if progress or args.no_progress else BatchLines(cfg.name)
     try:
-        s = run_study(cfg, jobs=args.jobs, progress=progress, on_batch=lines)
+        s = run_study(cfg, jobs=args.jobs, progress=progress, on_batch=lines, backend=args.backend,
+                      scheduler=args.scheduler)
     except KeyboardInterrupt:
         print(f"dse: interrupted; finished trials are kept. Re-run the same command to resume study "
               f"{cfg.name!r}.", file=sys.stderr)

@@ -105,6 +105,13 @@ def placement(digest: str, dom, policy: str, compute: Callable[[], np.ndarray]) 
     return slot
 
 
+def clear() -> None:
+    """Forget this process's placements (the disk cache stays): as a fresh process sees it."""
+    with _LOCK:
+        _MEMO.clear()
+        _DIGESTS.clear()
+
+
 def _load(file: Path) -> np.ndarray | None:
     try:
         a = np.load(file, allow_pickle=False)

@@ -190,17 +190,21 @@ class RunSummary:
 
 def run_study(cfg: StudyConfig, *, jobs: int = 1, progress: bool = False,
               evaluator: Evaluator | None = None, max_batches: int | None = None,
-              max_evaluations: int | None = None, on_batch: Callable[[dict], None] | None = None) -> RunSummary:
+              max_evaluations: int | None = None, on_batch: Callable[[dict], None] | None = None,
+              backend: str = "loky", scheduler: str | None = None) -> RunSummary:
     """Run (or resume) ``cfg`` until it has ``cfg.trials`` finished trials.
 
     ``evaluator`` replaces :func:`evaluate_design` (tests); ``max_batches`` stops early;
     ``max_evaluations`` stops once the study holds that many distinct evaluated designs
     (search-quality benchmarks count evaluations, not trials); ``on_batch`` is called after each
     batch with ``{complete, target, feasible, front, elapsed_s, new_trials}`` (progress lines).
+    ``backend = "dask"`` sends the evaluations to a dask.distributed cluster (``scheduler``
+    address, or a local cluster of ``jobs`` worker processes).
     """
     with quiet_optuna():
         return _run_study(cfg, jobs=jobs, progress=progress, evaluator=evaluator, max_batches=max_batches,
-                          max_evaluations=max_evaluations, on_batch=on_batch)
+                          max_evaluations=max_evaluations, on_batch=on_batch, backend=backend,
+                          scheduler=scheduler)
 
 
 class quiet_optuna(warnings.catch_warnings):
@@ -299,7 +303,8 @@ class _Mirror:
 
 def _run_study(cfg: StudyConfig, *, jobs: int, progress: bool, evaluator: Evaluator | None,
                max_batches: int | None, max_evaluations: int | None = None,
-               on_batch: Callable[[dict], None] | None = None) -> RunSummary:
+               on_batch: Callable[[dict], None] | None = None, backend: str = "loky",
+               scheduler: str | None = None) -> RunSummary:
     import optuna
     t0 = time.perf_counter()
     pstudy, storage = open_study(cfg, create=True)
@@ -317,9 +322,11 @@ def _run_study(cfg: StudyConfig, *, jobs: int, progress: bool, evaluator: Evalua
         target = min(target, complete + len(waiting_params) + len(grid))
     summary = RunSummary(cfg.name, storage_label(cfg), target, complete, 0, 0, 0, feasible)
     bar = _progress(progress, target, complete, cfg.name)
-    pool = _Pool(jobs)
-    if jobs != 1 and complete < target:
-        _warm_traces(cfg)
+    pool = _make_pool(jobs, backend, scheduler) if complete < target else _Pool(1)
+    if (jobs != 1 or backend != "loky") and complete < target:
+        from dse.search import warm
+        warm.warm_traces(cfg)
+        warm.warm_placements(cfg, pool)
     batches = 0
     try:
         while complete < target and (max_batches is None or batches < max_batches):
@@ -493,19 +500,6 @@ def _progress(enabled: bool, total: int, initial: int, name: str):
     return tqdm(total=total, initial=initial, unit="trial", desc=name, dynamic_ncols=True, smoothing=0.1)
 
 
-def _warm_traces(cfg: StudyConfig) -> None:
-    """Generate the study's synthetic traces once in the driver (on-disk cache) so that the worker
-    processes load them instead of each generating the same trace."""
-    from dse.errors import DSEError
-    from dse.workload.window import warm
-    from dse.spec import DesignPoint
-    for m in cfg.models:
-        try:
-            warm(DesignPoint.from_dict({**cfg.base, "model": m}))
-        except DSEError:
-            pass                      # an unusable workload surfaces, with its reason, per trial
-
-
 def _worker_init() -> None:
     """Runs in each worker process. loky restarts a worker whose memory grew by more than
     300 MB, taking it for a leak; the model's per-process caches (synthetic traces, placements)
@@ -515,6 +509,13 @@ def _worker_init() -> None:
         process_executor._MAX_MEMORY_LEAK_SIZE = int(64e9)
     except (ImportError, AttributeError):  # another joblib layout: keep its default
         pass
+
+
+def _make_pool(jobs: int, backend: str, scheduler: str | None):
+    if backend == "dask":
+        from dse.search.dask_pool import DaskPool
+        return DaskPool(_safe_eval, scheduler=scheduler, workers=jobs)
+    return _Pool(jobs)
 
 
 class _Pool:

@@ -26,7 +26,7 @@ def test_placement_cache_hits_are_the_computed_array(tmp_path, monkeypatch):
 
     d = warm_cache.profile_digest(load, None)
     first = warm_cache.placement(d, dom, "lpt", compute)
-    warm_cache._MEMO.clear()                               # a fresh process: only the disk copy
+    warm_cache.clear()                               # a fresh process: only the disk copy
     again = warm_cache.placement(d, dom, "lpt", compute)
     assert len(calls) == 1 and np.array_equal(first, again)
     assert len(list((tmp_path / "placements").glob("*.npy"))) == 1
@@ -46,5 +46,5 @@ def test_corrupt_cache_file_is_recomputed(tmp_path, monkeypatch):
     ref = warm_cache.placement(d, dom, "lpt", lambda: pl.place("lpt", dom, load))
     for f in (tmp_path / "placements").glob("*.npy"):
         f.write_bytes(b"not a numpy file")
-    warm_cache._MEMO.clear()
+    warm_cache.clear()
     assert np.array_equal(warm_cache.placement(d, dom, "lpt", lambda: pl.place("lpt", dom, load)), ref)

@@ -1,0 +1,85 @@
+"""Evaluations on a dask.distributed cluster (``dse run STUDY --backend dask [--scheduler ADDR]``).
+
+The same interface as the process pool of the runner (``submit`` a design, ``result`` of a
+handle, ``close``): the driver still asks, tells and owns the storage; only the evaluations go
+to the cluster, one task per design, submitted as soon as the design is known (the distributed
+client directly: joblib's Dask backend is made for whole ``Parallel`` calls, while the runner
+streams designs into a batch and collects them in trial order). Results never depend on where
+an evaluation ran, so a seeded study gives the trials of ``--jobs 1``.
+
+Without an address a local cluster (a scheduler and ``workers`` worker processes, one thread
+each) starts with the run and stops with it. With an address the client joins that scheduler;
+a wrong or unreachable one is a one-line error.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Any, Callable, Mapping, Sequence
+
+from dse.errors import ConfigError, DSEError
+
+CONNECT_TIMEOUT_S = 10            # how long to wait for a scheduler before giving up
+_ADDRESS = re.compile(r"^(?:(tcp|tls|ws|wss)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.\-]*)(?::(\d{1,5}))?/?$")
+
+
+def _quiet() -> None:
+    """dask logs scheduler / worker life-cycle events at INFO on stderr: not the user's concern."""
+    for name in ("distributed", "distributed.scheduler", "distributed.worker", "distributed.nanny",
+                 "distributed.core", "distributed.http.proxy", "distributed.comm"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+class DaskPool:
+    """Evaluations as dask tasks. ``call(fn, design, models)`` runs on a worker and returns the
+    outcome the runner expects (it catches the model's exceptions itself)."""
+
+    def __init__(self, call: Callable[..., Any], *, scheduler: str | None = None, workers: int = 1):
+        try:
+            import distributed
+        except ImportError:
+            raise ConfigError("--backend dask: needs dask.distributed "
+                              "(pip install 'rexpert-dse[dask]'); or use the default backend") from None
+        _quiet()
+        self.call = call
+        self.cluster = None
+        if scheduler is None:
+            n = workers if workers > 0 else (os.cpu_count() or 1)
+            self.cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                                    dashboard_address=None, silence_logs=logging.ERROR)
+            self.client = distributed.Client(self.cluster, set_as_default=False)
+        else:
+            self.client = _connect(distributed, scheduler)
+
+    def submit(self, fn: Callable[..., Any], design: Mapping[str, Any], models: Sequence[str]):
+        return self.client.submit(self.call, fn, dict(design), tuple(models), pure=False)
+
+    def result(self, handle) -> Any:
+        try:
+            return handle.result()
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # a worker lost (killed, out of memory) or the scheduler gone
+            raise DSEError(f"a Dask evaluation failed ({type(exc).__name__}: {exc}); "
+                           f"re-run the same command to resume") from None
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()
+
+
+def _connect(distributed, address: str):
+    """A client of the scheduler at ``address``; a one-line ConfigError if it cannot be reached."""
+    m = _ADDRESS.match(address) if isinstance(address, str) else None
+    if m is None or (m.group(3) is not None and not 0 < int(m.group(3)) < 65536):
+        raise ConfigError(f"--scheduler {address!r}: not a scheduler address ([tcp|tls|ws|wss]://host[:port], "
+                          f"e.g. tcp://10.0.0.5:8786)")
+    try:
+        return distributed.Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+    except (OSError, ValueError, TypeError, TimeoutError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"--scheduler {address!r}: cannot reach a Dask scheduler there ({reason[:160]})") from None

@@ -1,0 +1,109 @@
+"""Warm state of a trace-driven study, prepared by the driver before its workers evaluate.
+
+* Traces: the study's synthetic traces are generated once, in the driver, into the on-disk trace
+  cache; the worker processes load them.
+* Placements: when the space has few scheduling domains (the knobs that shape a domain and the
+  placement policy take at most ``MAX_WARM_DOMAINS`` combinations), every LPT / co-activation
+  placement is computed once, spread over the workers, into the on-disk placement cache
+  (:mod:`dse.mapping.warm_cache`) before the first batch; each worker then loads a placement
+  instead of computing it again. A larger space shares placements through the same cache as
+  the workers meet them.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from dse.errors import ConfigError, DSEError
+
+DOMAIN_KNOBS = ("core_side", "pe_groups_per_core", "die_units_x", "die_units_y", "core_remainder",
+                "layer_layout", "placement")
+MAX_WARM_DOMAINS = 64
+
+
+def warm_traces(cfg) -> None:
+    """Generate the study's synthetic traces once in the driver (on-disk cache)."""
+    from dse.workload.window import warm
+    from dse.spec import DesignPoint
+    for m in cfg.models:
+        try:
+            warm(DesignPoint.from_dict({**cfg.base, "model": m}))
+        except DSEError:
+            pass                      # an unusable workload surfaces, with its reason, per trial
+
+
+def domain_designs(cfg) -> list[dict[str, Any]]:
+    """One design per (scheduling domain, LPT / co-activation policy) of the space, or [] if the
+    study is not trace-driven, searches a workload knob, or has more than MAX_WARM_DOMAINS."""
+    from dse.spec import DesignPoint
+    from dse.spec.params import BY_NAME
+    try:
+        if DesignPoint.from_dict({**cfg.base, "model": cfg.models[0]}).trace == "catalog":
+            return []
+    except ConfigError:
+        return []
+    dims = [d for d in cfg.space.dims if d.name in DOMAIN_KNOBS]
+    if any(BY_NAME[d.name].part == "workload" for d in cfg.space.dims if d.searched):
+        return []
+    refs = set()
+    for d in dims:
+        refs |= {k for k, _ in d.when}
+        for b in (d.low, d.high, d.step):
+            refs |= b.refs if b is not None else set()
+    if not refs <= set(DOMAIN_KNOBS):
+        return []
+    combos = _enumerate(cfg.space, dims, cfg.base_env())
+    out = []
+    for params in combos or []:
+        design = cfg.design(params)
+        if design.get("placement", cfg.base_env().get("placement")) != "contiguous":
+            out.append(design)
+    return out
+
+
+def _enumerate(space, dims, env: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """Every combination of ``dims`` (conditions and dependent bounds honoured); None beyond the cap."""
+    out: list[dict[str, Any]] = []
+
+    def rec(i: int, env: dict[str, Any], chosen: dict[str, Any]) -> bool:
+        if i == len(dims):
+            out.append(dict(chosen))
+            return len(out) <= MAX_WARM_DOMAINS
+        d = dims[i]
+        if d.type != "fixed" and not d.active(env):
+            return rec(i + 1, env, chosen)
+        values = [d.value] if d.type == "fixed" else list(d.choices) if d.type == "categorical" \
+            else space._values(d, env)
+        return all(rec(i + 1, {**env, d.name: v}, {**chosen, d.name: v}) for v in values)
+
+    try:
+        return out if rec(0, dict(env), {}) else None
+    except ConfigError:
+        return None
+
+
+def warm_placement(design: Mapping[str, Any], models: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Compute (or find) the placement of ``design`` on every model; runs in a worker process."""
+    from dse.mapping import placement as pl
+    from dse.mapping.trace_mapping import placement_for
+    from dse.spec import DesignPoint
+    from dse.workload.catalog import get_model
+    from dse.workload.window import workload
+    for m in models:
+        try:
+            p = DesignPoint.from_dict({**design, "model": m})
+            model = get_model(m)
+            dom = pl.domain(model.experts, p.core_side, p.groups, p.die_units_x, p.die_units_y,
+                            p.core_remainder, p.layer_layout)
+            placement_for(workload(p, model), dom, p.placement)
+        except (DSEError, ValueError):
+            pass                      # an invalid design surfaces, with its reason, as a trial
+    return {}
+
+
+def warm_placements(cfg, pool) -> int:
+    """Spread the placements of ``domain_designs`` over the pool's workers and wait for them."""
+    designs = domain_designs(cfg)
+    handles = [pool.submit(warm_placement, d, cfg.models) for d in designs]
+    for h in handles:
+        pool.result(h)
+    return len(designs)
