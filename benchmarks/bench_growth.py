@@ -39,6 +39,8 @@ def print_table(title: str, name: str, xs, cols: dict[str, list[float]], unit: s
     for i, x in enumerate(xs):
         print(f"{x:>10} " + " ".join(f"{v[i]:>14.4g}" for v in cols.values()))
     print(f"{'exponent':>10} " + " ".join(f"{slope(xs, v):>14.2f}" for v in cols.values()) + f"   ({unit})")
+    print(f"{'last step':>10} " + " ".join(f"{slope(xs[-2:], v[-2:]):>14.2f}" for v in cols.values())
+          + "   (exponent between the two largest sizes)")
 
 
 def timed(fn) -> float:

@@ -42,8 +42,22 @@ def to_min(values: np.ndarray, directions: Sequence[str]) -> np.ndarray:
     return F
 
 
+PAIRWISE_MAX_ROWS = 256     # larger finite arrays take the sort-based filter (same mask)
+
+
 def nondominated(F: np.ndarray) -> np.ndarray:
-    """Boolean mask of the non-dominated rows of a minimisation array (equal rows all kept)."""
+    """Boolean mask of the non-dominated rows of a minimisation array (equal rows all kept).
+    Large finite arrays go through `dse.search.ndsort` (O(n log n) for two objectives; a study of
+    10^5 trials would otherwise spend minutes here), small ones through ``nondominated_pairwise``."""
+    F = np.asarray(F, dtype=float)
+    if len(F) > PAIRWISE_MAX_ROWS and F.ndim == 2 and np.isfinite(F).all():
+        from dse.search.ndsort import nondominated_fast
+        return nondominated_fast(F)
+    return nondominated_pairwise(F)
+
+
+def nondominated_pairwise(F: np.ndarray) -> np.ndarray:
+    """The reference: every row against every other, O(n^2 m)."""
     F = np.asarray(F, dtype=float)
     n = len(F)
     mask = np.ones(n, dtype=bool)
