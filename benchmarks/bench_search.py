@@ -48,7 +48,8 @@ def quality(tmp: Path, seeds: int, budget: float, batch: int = 10, pop: int = 10
     from dse.search import pareto
     from dse.search.objectives import score
     from dse.search.results import load_results
-    from dse.search.runner import evaluate_design, run_study
+    from dse.search.evaluation import evaluate_design
+    from dse.search.runner import run_study
     from dse.search.study import load_study
 
     cfg = load_study(_study(tmp / "grid", QUALITY_SPACE, QUALITY_OBJ, "grid", 1, 0, 8))

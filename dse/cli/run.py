@@ -69,8 +69,7 @@ def run(args: argparse.Namespace) -> int:
         return 130
     knee = _knee_summary(cfg)
     if args.json:
-        out = {k: v for k, v in s.__dict__.items() if k != "extra"}
-        out.update(knee)
+        out = {**s.__dict__, **knee}
         print(dumps(out))
         return 0
     print(f"study {s.study}: {s.complete}/{s.target} trials finished ({s.new_trials} this run: "

@@ -29,7 +29,7 @@ def register(sub) -> None:
     p.add_argument("--poll", type=float, default=1.0, metavar="S",
                    help="seconds between checks while other workers hold the last trials (default 1)")
     p.add_argument("--heartbeat", type=_int_arg, metavar="S",
-                   help="heartbeat interval in seconds (default 10); a worker silent for 3 intervals is "
+                   help="heartbeat interval in seconds (default: the study's heartbeat, 10); a worker silent for 3 intervals is "
                         "taken as dead and its trials are re-queued; give every worker the same value")
     p.add_argument("--json", action="store_true", help="print the worker summary as JSON")
     p.set_defaults(func=run)
@@ -37,7 +37,9 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dse.cli.run import study_from_args
-    from dse.distributed.worker import run_worker, set_heartbeat
+    from dataclasses import replace
+
+    from dse.distributed.worker import check_heartbeat, run_worker
     if args.jobs == 0 or args.jobs < -1:
         raise ConfigError(f"--jobs {args.jobs}: must be a positive number of processes or -1 (every core)")
     if args.max_trials is not None and args.max_trials < 1:
@@ -46,9 +48,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--poll {args.poll}: must be a number of seconds in [0.01, 3600]")
     if args.worker_id is not None and not (0 < len(args.worker_id) <= 200 and args.worker_id.isprintable()):
         raise ConfigError("--worker-id: must be 1-200 printable characters")
-    if args.heartbeat is not None:
-        set_heartbeat(args.heartbeat)
     cfg = study_from_args(args, trials=args.trials)
+    if args.heartbeat is not None:
+        cfg = replace(cfg, heartbeat_s=check_heartbeat(args.heartbeat))
     try:
         s = run_worker(cfg, jobs=args.jobs, worker_id=args.worker_id, max_trials=args.max_trials,
                        poll_s=args.poll)
@@ -63,10 +65,9 @@ def run(args: argparse.Namespace) -> int:
               f"{s.surplus} beyond the target, {s.requeued} re-queued from dead workers) in {s.elapsed_s:.1f} s; "
               f"study {s.study}: {s.complete}/{s.target} complete")
         print(f"storage: {s.storage}")
-    if s.stopped_by.startswith("signal"):
-        signum = int(s.stopped_by.split()[1])
-        print(f"dse worker: stopped by signal {signum}; the in-flight batch was recorded", file=sys.stderr)
-        return 128 + signum
+    if s.signum is not None:
+        print(f"dse worker: stopped by signal {s.signum}; the in-flight batch was recorded", file=sys.stderr)
+        return 128 + s.signum
     if s.stopped_by == "running-elsewhere":
         print("dse worker: the remaining trials are running in other workers (this storage has no heartbeat, "
               "so a dead worker's trials cannot be detected)", file=sys.stderr)

@@ -5,7 +5,11 @@
 * ``quota``: exactly N complete trials whatever the number of workers (slot accounting).
 * ``signals``: SIGINT/SIGTERM -> finish and record the in-flight batch; a second signal aborts
   and re-queues it.
-* ``worker``: the worker loop behind ``dse worker``; ``fill``: in-memory sampling mirror and
-  one-transaction write of a reserved trial.
+* ``queue``: popping queued trials, re-queueing interrupted ones, queueing a grid once.
+* ``worker``: the worker loop behind ``dse worker`` (the trial lifecycle, the in-memory mirror
+  and the one-transaction write are ``dse.search``'s, shared with ``dse run``).
+
+This package sits on top of ``dse.search`` and uses its public names only; nothing in
+``dse.search`` imports it.
 * ``copy``: ``dse study copy`` / ``dse study list`` (SQLite <-> PostgreSQL <-> journal).
 """

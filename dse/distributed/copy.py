@@ -54,10 +54,13 @@ class StudyInfo:
 
 def list_studies(url: str) -> list[StudyInfo]:
     from optuna.trial import TrialState
-    storage, _ = open_any(url, must_exist=True)
+
+    from dse.search.storage import quiet_optuna
+    with quiet_optuna():
+        storage, _ = open_any(url, must_exist=True)
     out = []
     for s in storage.get_all_studies():
-        trials = storage.get_all_trials(s._study_id, deepcopy=False)
+        trials = storage.get_all_trials(storage.get_study_id_from_name(s.study_name), deepcopy=False)
         by = {st: sum(1 for t in trials if t.state == st) for st in TrialState}
         out.append(StudyInfo(s.study_name, len(trials), by[TrialState.COMPLETE], by[TrialState.RUNNING],
                              by[TrialState.WAITING], by[TrialState.FAIL],
@@ -69,8 +72,7 @@ def copy_studies(src: str, dst: str, names: list[str] | None = None, to_name: st
     """Copy studies (all, or ``names``) from ``src`` to ``dst``; returns what was copied."""
     import optuna
 
-    from dse.search.runner import quiet_optuna
-    from dse.search.storage import mask_url
+    from dse.search.storage import mask_url, quiet_optuna
     with quiet_optuna():
         src_storage, src_url = open_any(src, must_exist=True)
         available = [s.study_name for s in src_storage.get_all_studies()]

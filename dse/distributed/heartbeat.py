@@ -10,21 +10,25 @@ Another worker then fails the trials of a dead worker after the grace period
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable
+
+from dse.search import optuna_compat as oc
+from dse.search.storage import HEARTBEAT_GRACE_INTERVALS
 
 
 def heartbeat_interval_s(storage: Any) -> float | None:
     """The storage's heartbeat interval, or None when it has no heartbeat (journal, in-memory)."""
-    from optuna.storages._heartbeat import is_heartbeat_enabled
-    return storage.get_heartbeat_interval() if is_heartbeat_enabled(storage) else None
+    return storage.get_heartbeat_interval() if oc.heartbeat_enabled(storage) else None
 
 
 class Heartbeats:
     """Keep the heartbeat of the trials this process runs (use as a context manager)."""
 
-    def __init__(self, storage: Any, interval_s: float | None = None):
+    def __init__(self, storage: Any, interval_s: float | None = None, log: Callable[[str], None] | None = None):
         self.storage = storage
         self.interval_s = interval_s if interval_s is not None else heartbeat_interval_s(storage)
+        self.log = log
+        self._failing = False                 # the last beat failed (logged once per outage)
         self._ids: set[int] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -49,11 +53,15 @@ class Heartbeats:
     def beat(self) -> None:
         with self._lock:
             ids = sorted(self._ids)
+        error = None
         for tid in ids:
             try:
                 self.storage.record_heartbeat(tid)
-            except Exception:  # a transient database error: the next beat retries
-                pass
+            except Exception as exc:  # a transient database error: the next beat retries
+                error = exc
+        if error is not None and not self._failing and self.log is not None:
+            self.log(f"heartbeat failed ({type(error).__name__}); retrying every {self.interval_s:g} s")
+        self._failing = error is not None
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -77,7 +85,7 @@ def grace_period_s(storage: Any) -> float | None:
     if interval is None:
         return None
     grace = getattr(storage, "grace_period", None)
-    return float(grace if grace is not None else 2 * interval)
+    return float(grace if grace is not None else HEARTBEAT_GRACE_INTERVALS * interval)
 
 
 def _orphan_ids(storage: Any, study: Any, grace_s: float) -> list[int]:
@@ -85,21 +93,14 @@ def _orphan_ids(storage: Any, study: Any, grace_s: float) -> list[int]:
     worker died between ``ask`` and its first heartbeat (optuna ignores such trials)."""
     import datetime as dt
 
-    from optuna.storages._rdb import models
     from optuna.trial import TrialState
     running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
     now = dt.datetime.now()
-    old = {t._trial_id for t in running
+    old = {oc.trial_id(t) for t in running
            if t.datetime_start is not None and (now - t.datetime_start).total_seconds() > grace_s}
     if not old:
         return []
-    session = storage.scoped_session()
-    try:
-        beating = {tid for (tid,) in session.query(models.TrialHeartbeatModel.trial_id)
-                   .filter(models.TrialHeartbeatModel.trial_id.in_(sorted(old))).all()}
-    finally:
-        session.close()
-    return sorted(old - beating)
+    return sorted(old - oc.ids_with_heartbeat(oc.rdb(storage), old))
 
 
 def fail_stale(study: Any, storage: Any) -> int:
@@ -112,7 +113,7 @@ def fail_stale(study: Any, storage: Any) -> int:
     grace = grace_period_s(storage)
     if grace is None:
         return 0
-    before = {t._trial_id for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))}
+    before = {oc.trial_id(t) for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))}
     optuna.storages.fail_stale_trials(study)
     failed = 0
     callback = storage.get_heartbeat_stale_trial_callback()
@@ -124,5 +125,5 @@ def fail_stale(study: Any, storage: Any) -> int:
                     callback(study, copy.deepcopy(storage.get_trial(tid)))
         except optuna.exceptions.UpdateFinishedTrialError:  # another worker got there first
             pass
-    after = {t._trial_id for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))}
+    after = {oc.trial_id(t) for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))}
     return max(failed, len(after - before))

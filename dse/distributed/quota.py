@@ -15,6 +15,8 @@ from typing import Any, Iterable
 
 from optuna.trial import TrialState
 
+from dse.search import optuna_compat as oc
+
 HOLDING = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
 
 
@@ -38,30 +40,12 @@ def counts_of(trials: Iterable[Any]) -> Counts:
     return Counts(n[TrialState.COMPLETE], n[TrialState.RUNNING], n[TrialState.WAITING])
 
 
-def _rdb(study: Any):
-    """The RDB storage behind a study, or None (journal, in-memory)."""
-    from optuna.storages import RDBStorage
-    st = study._storage
-    st = getattr(st, "_backend", st)
-    return st if isinstance(st, RDBStorage) else None
-
-
 def _count_sql(study: Any, number: int | None) -> dict[TrialState, int] | None:
     """One ``COUNT(*) ... GROUP BY state`` query (RDB storages); None elsewhere."""
-    rdb = _rdb(study)
+    rdb = oc.rdb(study)
     if rdb is None:
         return None
-    import sqlalchemy as sa
-    from optuna.storages._rdb import models
-    T = models.TrialModel
-    q = sa.select(T.state, sa.func.count()).where(T.study_id == study._study_id)
-    if number is not None:
-        q = q.where(T.number < number)
-    session = rdb.scoped_session()
-    try:
-        return {state: n for state, n in session.execute(q.group_by(T.state)).all()}
-    finally:
-        session.close()
+    return oc.count_by_state(rdb, oc.study_id(study), number)
 
 
 def counts(study: Any) -> Counts:

@@ -144,5 +144,5 @@ def _toml_clean(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    from dse.search.runner import jsonable
+    from dse.search.evaluation import jsonable
     return jsonable(a) == jsonable(b)

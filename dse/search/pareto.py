@@ -22,8 +22,8 @@ Knee (``knee_index``)
     A one-point front is its own knee.
 
 Hypervolume (``hypervolume``)
-    Exact. optuna 5 exposes no public hypervolume function, so the wrapper calls
-    ``optuna._hypervolume.compute_hypervolume`` (WFG) when available and otherwise an exact
+    Exact. optuna 5 exposes no public hypervolume function, so the wrapper calls optuna's WFG
+    (``optuna_compat.hypervolume_function``) when available and otherwise an exact
     slicing implementation here (``_hv_slicing``, fine for the front sizes of this project).
 """
 from __future__ import annotations
@@ -156,9 +156,9 @@ def hypervolume(F: np.ndarray, ref: np.ndarray) -> float:
     if len(F) == 0:
         return 0.0
     F = F[nondominated(F)]
-    try:
-        from optuna._hypervolume import compute_hypervolume
-    except ImportError:  # private API moved: exact fallback
+    from dse.search.optuna_compat import hypervolume_function
+    compute_hypervolume = hypervolume_function()
+    if compute_hypervolume is None:  # private API moved: exact fallback
         return _hv_slicing(F, ref)
     try:
         return float(compute_hypervolume(F, ref, assume_pareto=True))

@@ -153,7 +153,7 @@ class StudyResults:
 
 def load_results(cfg: StudyConfig) -> StudyResults:
     """Read every trial of the study ``cfg`` addresses (ConfigError if it does not exist)."""
-    from dse.search.runner import open_study, quiet_optuna
+    from dse.search.storage import open_study, quiet_optuna
     with quiet_optuna():
         study, _ = open_study(cfg, create=False)
         trials = study.get_trials(deepcopy=False)

@@ -9,7 +9,9 @@
 * ``journal:PATH``, ``file:PATH`` or a path ending in ``.log`` / ``.jsonl`` -> JournalStorage on
                       a file (NFS-friendly, no server)
 
-``mask_url`` hides passwords whenever a URL is printed.
+``open_study`` opens the study of a ``StudyConfig`` and checks its fingerprint; ``finish_trial``
+writes a finished trial in one transaction; ``quiet_optuna`` is the one place optuna's log level
+and notices are set. ``mask_url`` hides passwords whenever a URL is printed.
 """
 from __future__ import annotations
 
@@ -18,11 +20,12 @@ import re
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 from dse.errors import ConfigError
 
-HEARTBEAT_INTERVAL_S = 10
-GRACE_PERIOD_S = 30
+HEARTBEAT_INTERVAL_S = 10          # default; a study's ``heartbeat`` or ``dse worker --heartbeat`` sets it
+HEARTBEAT_GRACE_INTERVALS = 3      # a RUNNING trial silent for this many intervals is stale
 MAX_RETRY = 3
 SCHEMA_RACE_RETRIES = 5
 RDB_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb", "oracle", "mssql")
@@ -51,12 +54,33 @@ def journal_path(url: str) -> Path:
     return Path(url)
 
 
-def open_storage(url_or_none: str | None, study_name: str, results_dir: Path, stem: str | None = None):
+class quiet_optuna(warnings.catch_warnings):
+    """Silence optuna's experimental-feature and ask/tell-heartbeat notices (not user problems) and
+    set its log level to warnings (the one place dse sets it)."""
+
+    def __enter__(self):
+        out = super().__enter__()
+        import optuna
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+        warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed")
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        return out
+
+
+def open_storage(url_or_none: str | None, study_name: str, results_dir: Path, stem: str | None = None,
+                 heartbeat_s: int = HEARTBEAT_INTERVAL_S):
     """Build the optuna storage for a study (see the module docstring for the URL forms).
 
-    ``study_name`` names the default SQLite file when ``stem`` is not given.
+    ``study_name`` names the default SQLite file when ``stem`` is not given. RDB storages record
+    heartbeats every ``heartbeat_s`` seconds; a trial silent for ``HEARTBEAT_GRACE_INTERVALS``
+    of them is failed and re-queued.
     """
-    import optuna
+    with quiet_optuna():
+        return _open_storage(url_or_none, study_name, results_dir, stem, heartbeat_s)
+
+
+def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, stem: str | None,
+                  heartbeat_s: int):
     from optuna.storages import JournalStorage, RDBStorage
 
     url = url_or_none or default_url(Path(results_dir), stem or _safe(study_name))
@@ -76,10 +100,8 @@ def open_storage(url_or_none: str | None, study_name: str, results_dir: Path, st
     try:
         for attempt in range(SCHEMA_RACE_RETRIES + 1):
             try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")   # heartbeat options are "experimental" in optuna
-                    return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=HEARTBEAT_INTERVAL_S,
-                                      grace_period=GRACE_PERIOD_S, **_retry_callback())
+                return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
+                                  grace_period=HEARTBEAT_GRACE_INTERVALS * heartbeat_s, **retry_callback())
             except Exception as exc:
                 # Several processes opening a fresh database at once race to create optuna's tables
                 # (PostgreSQL: duplicate key in pg_type / relation already exists); the loser retries.
@@ -92,8 +114,6 @@ def open_storage(url_or_none: str | None, study_name: str, results_dir: Path, st
     except Exception as exc:  # sqlalchemy / driver errors: one line, password masked
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ConfigError(f"storage {mask_url(url)}: cannot connect ({mask_text(msg, url)})") from None
-    finally:
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
 def _sqlite_engine_kwargs(url: str) -> dict:
@@ -116,7 +136,7 @@ def _sqlite_engine_kwargs(url: str) -> dict:
     return {"creator": connect}
 
 
-def _retry_callback() -> dict:
+def retry_callback() -> dict:
     """Re-queue a trial whose driver died (heartbeat stale), keeping its parameters.
     optuna >= 4.9 names it ``heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback``;
     older releases ``failed_trial_callback=RetryFailedTrialCallback`` (same behaviour)."""
@@ -124,6 +144,65 @@ def _retry_callback() -> dict:
     if hasattr(st, "RetryHeartbeatStaleTrialCallback"):
         return {"heartbeat_stale_trial_callback": st.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)}
     return {"failed_trial_callback": st.RetryFailedTrialCallback(max_retry=MAX_RETRY)}
+
+
+def storage_label(cfg: Any) -> str:
+    """Where the study lives, safe to print (password masked)."""
+    return mask_url(cfg.storage) if cfg.storage else str(cfg.results_dir / f"{cfg.base_name}.db")
+
+
+def open_study(cfg: Any, *, create: bool, sampler: Any = None):
+    """Open (or create) the optuna study of ``cfg``: ``(study, storage)``; check it was made by
+    the same space, objectives, workloads and base design."""
+    import optuna
+    storage = open_storage(cfg.storage, cfg.name, cfg.results_dir, stem=cfg.base_name, heartbeat_s=cfg.heartbeat_s)
+    where = storage_label(cfg)
+    try:
+        storage.get_study_id_from_name(cfg.name)
+    except KeyError:
+        if not create:
+            raise ConfigError(f"{cfg.source}: no study {cfg.name!r} in {where}; run `dse run {cfg.command_args()}` "
+                              f"first") from None
+    with quiet_optuna():
+        study = optuna.create_study(study_name=cfg.name, storage=storage, directions=cfg.objectives.directions,
+                                    sampler=sampler or optuna.samplers.RandomSampler(seed=cfg.seed),
+                                    load_if_exists=True)
+    fp = cfg.fingerprint()
+    attrs = study.user_attrs
+    if "dse_fingerprint" not in attrs:
+        from dse.version import __version__
+        study.set_user_attr("dse", {"study_file": str(cfg.source), "objectives": cfg.objectives.names,
+                                    "directions": cfg.objectives.directions,
+                                    "constraints": [c.name for c in cfg.objectives.constraints],
+                                    "models": list(cfg.models), "seed": cfg.seed, "version": __version__})
+        study.set_user_attr("dse_fingerprint", fp)
+    elif attrs["dse_fingerprint"] != fp:
+        raise ConfigError(f"{cfg.source}: study {cfg.name!r} in {where} was created from a different space, "
+                          f"objectives, workloads or base design; give [study] a new name, pass another "
+                          f"--storage, or delete the old results")
+    return study, storage
+
+
+def finish_trial(storage: Any, trial_id: int, ft: Any) -> None:
+    """Write the finished trial ``ft`` into the RUNNING trial ``trial_id``: one transaction on RDB
+    storages, one call per item elsewhere (journal). Raises
+    ``optuna.exceptions.UpdateFinishedTrialError`` if that trial is already finished (another
+    worker failed it as stale: its re-queued copy carries the work on)."""
+    from dse.search import optuna_compat
+    rdb = optuna_compat.rdb(storage)
+    if rdb is not None:
+        return optuna_compat.write_finished_trial(rdb, trial_id, ft)
+    from optuna.trial import TrialState
+    for name, value in ft.params.items():
+        dist = ft.distributions[name]
+        storage.set_trial_param(trial_id, name, dist.to_internal_repr(value), dist)
+    for k, v in ft.user_attrs.items():
+        storage.set_trial_user_attr(trial_id, k, v)
+    for k, v in ft.system_attrs.items():
+        if k != "fixed_params":
+            storage.set_trial_system_attr(trial_id, k, v)
+    storage.set_trial_state_values(trial_id, state=ft.state,
+                                   values=ft.values if ft.state == TrialState.COMPLETE else None)
 
 
 _SECRET_KEYS = re.compile(r"(?i)^(password|passwd|pwd|sslpassword|secret|token|access_token|api_key|key)$")

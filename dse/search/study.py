@@ -11,10 +11,12 @@
     seed = 0
     batch = 8                              # trials asked per ask/tell batch (independent of --jobs)
     storage = "sqlite:///..."              # optional; default: results/<file name>.db beside this file
+    heartbeat = 10                         # seconds; RDB storages: a trial silent for 3 heartbeats
+                                           # is failed and re-queued (dse worker --heartbeat overrides)
 
     [sampler]
     name = "nsga2"                         # nsga2 | tpe | gp | random | grid
-    population_size = 16                   # sampler settings (see SAMPLER_SETTINGS)
+    population_size = 16                   # sampler settings (see dse.search.samplers)
 
     [workload]
     models = ["qwen3.5-35b-a3b"]           # one or several catalog models, or "all"
@@ -41,24 +43,16 @@ from typing import Any, Mapping
 
 from dse.errors import ConfigError, suggest as _suggest
 from dse.search.objectives import ObjectiveSet, load_objectives, objectives_from_dict
+from dse.search.samplers import SAMPLERS
+from dse.search.storage import HEARTBEAT_INTERVAL_S
 from dse.search.space import Space, load_space, space_from_dict
 from dse.spec import DesignPoint, default_pe_groups
 from dse.tomlfile import read_toml
 from dse.spec.params import BY_NAME, coerce, names
 
 TOP_KEYS = ("study", "sampler", "workload", "base")
-STUDY_KEYS = ("name", "description", "space", "objectives", "trials", "seed", "batch", "storage", "results")
-SAMPLERS = ("nsga2", "tpe", "gp", "random", "grid")
-# Sampler settings: name -> (kind, low, high). Anything else is rejected with this list.
-SAMPLER_SETTINGS: dict[str, dict[str, tuple[str, float, float]]] = {
-    "nsga2": {"population_size": ("int", 2, 10000), "mutation_prob": ("float", 0, 1),
-              "crossover_prob": ("float", 0, 1), "swapping_prob": ("float", 0, 1)},
-    "tpe": {"n_startup_trials": ("int", 0, 100000), "n_ei_candidates": ("int", 1, 10000),
-            "multivariate": ("bool", 0, 1), "constant_liar": ("bool", 0, 1), "group": ("bool", 0, 1)},
-    "gp": {"n_startup_trials": ("int", 0, 100000), "deterministic_objective": ("bool", 0, 1)},
-    "random": {},
-    "grid": {},
-}
+STUDY_KEYS = ("name", "description", "space", "objectives", "trials", "seed", "batch", "storage", "results",
+              "heartbeat")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
 
 
@@ -78,6 +72,7 @@ class StudyConfig:
     seed: int = 0
     batch: int = 8
     storage: str | None = None
+    heartbeat_s: int = HEARTBEAT_INTERVAL_S   # RDB storages: heartbeat interval of running trials
     results_dir: Path = Path("results")
     description: str = ""
     overrides: tuple[tuple[str, Any], ...] = ()
@@ -106,10 +101,6 @@ class StudyConfig:
         blob = json.dumps({"space": self.space.canonical(), "objectives": self.objectives.canonical(),
                            "models": list(self.models), "base": self.base}, sort_keys=True, default=str)
         return hashlib.sha1(blob.encode()).hexdigest()[:16]
-
-    @property
-    def storage_url(self) -> str | None:
-        return self.storage
 
     def command_args(self) -> str:
         """The study path and the identity flags as the user typed them (password masked), for
@@ -217,6 +208,7 @@ def study_from_dict(data: Mapping[str, Any], source: Path) -> StudyConfig:
     objectives = _component(st, "objectives", src, source, load_objectives, objectives_from_dict)
     seed = _int(st.get("seed", 0), src, "study.seed", 0, 2**32 - 1)
     batch = _int(st.get("batch", 8), src, "study.batch", 1, 10000)
+    heartbeat = _int(st.get("heartbeat", HEARTBEAT_INTERVAL_S), src, "study.heartbeat", 1, 3600)
     storage = st.get("storage")
     if storage is not None and (not isinstance(storage, str) or not storage.strip()):
         raise ConfigError(f"{src}: study.storage: must be a storage URL (sqlite:///..., postgresql://..., journal:FILE)")
@@ -224,13 +216,36 @@ def study_from_dict(data: Mapping[str, Any], source: Path) -> StudyConfig:
     if not isinstance(results, str) or not results:
         raise ConfigError(f"{src}: study.results: must be a folder path")
     results_dir = (source.parent / results).resolve() if not Path(results).is_absolute() else Path(results)
-    # sampler
+    sname, settings = _sampler(data, src)
+    models, base = _workload_and_base(data, src, source)
+    for d in space.dims:
+        if d.name in base:
+            raise ConfigError(f"{src}: {d.name}: set both by the space ({space.source}) and by the study; "
+                              f"keep one")
+    trials_default = 40
+    if "trials" in st:
+        trials = _int(st["trials"], src, "study.trials", 1, 10_000_000)
+    else:
+        trials = trials_default
+    cfg = StudyConfig(source=source.resolve(), name=name, base_name=name, space=space, objectives=objectives,
+                      models=models, base=base, sampler=sname, sampler_settings=settings, trials=trials,
+                      seed=seed, batch=batch, storage=storage.strip() if storage else None, heartbeat_s=heartbeat,
+                      results_dir=results_dir, description=desc)
+    # Validate the base design once (one line naming the study file on a bad combination).
+    DesignPoint.from_dict({**base, "model": models[0]}, source=f"{src} [workload]/[base]")
+    if sname == "grid" and "trials" not in st:
+        cfg = replace(cfg, trials=max(1, len(space.grid(cfg.base_env()))))
+    return cfg
+
+
+def _sampler(data: Mapping[str, Any], src: str) -> tuple[str, dict[str, Any]]:
+    """``[sampler]``: its name and checked settings."""
     sm = _table(data, "sampler", src)
     sname = sm.get("name", "nsga2")
     if sname not in SAMPLERS:
         raise ConfigError(f"{src}: sampler.name = {sname!r}: must be one of {', '.join(SAMPLERS)}")
     settings = {}
-    allowed = SAMPLER_SETTINGS[sname]
+    allowed = SAMPLERS[sname].settings
     for k, v in sm.items():
         if k == "name":
             continue
@@ -239,7 +254,11 @@ def study_from_dict(data: Mapping[str, Any], source: Path) -> StudyConfig:
             raise ConfigError(f"{src}: sampler.{k}: unknown setting for {sname} (allowed: {ok}){_suggest(k, allowed)}")
         kind, lo, hi = allowed[k]
         settings[k] = _setting(v, kind, lo, hi, src, f"sampler.{k}")
-    # workload
+    return sname, settings
+
+
+def _workload_and_base(data: Mapping[str, Any], src: str, source: Path) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """``[workload]`` and ``[base]``: the workload models and the flat knobs fixed for the study."""
     wl = dict(_table(data, "workload", src))
     models = _models(wl, src)
     base: dict[str, Any] = {}
@@ -261,24 +280,7 @@ def study_from_dict(data: Mapping[str, Any], source: Path) -> StudyConfig:
             if k in base:
                 raise ConfigError(f"{src}: base.{k}: already set in [workload]")
             base[k] = v
-    for d in space.dims:
-        if d.name in base:
-            raise ConfigError(f"{src}: {d.name}: set both by the space ({space.source}) and by the study; "
-                              f"keep one")
-    trials_default = 40
-    if "trials" in st:
-        trials = _int(st["trials"], src, "study.trials", 1, 10_000_000)
-    else:
-        trials = trials_default
-    cfg = StudyConfig(source=source.resolve(), name=name, base_name=name, space=space, objectives=objectives,
-                      models=models, base=base, sampler=sname, sampler_settings=settings, trials=trials,
-                      seed=seed, batch=batch, storage=storage.strip() if storage else None,
-                      results_dir=results_dir, description=desc)
-    # Validate the base design once (one line naming the study file on a bad combination).
-    DesignPoint.from_dict({**base, "model": models[0]}, source=f"{src} [workload]/[base]")
-    if sname == "grid" and "trials" not in st:
-        cfg = replace(cfg, trials=max(1, len(space.grid(cfg.base_env()))))
-    return cfg
+    return models, base
 
 
 def _component(st: Mapping[str, Any], key: str, src: str, source: Path, loader, from_dict):

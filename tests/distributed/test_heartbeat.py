@@ -14,10 +14,10 @@ def test_trial_without_heartbeat_is_failed_and_requeued(tmp_path):
     from optuna.trial import TrialState
 
     from dse.distributed.heartbeat import fail_stale
-    from dse.search.storage import _retry_callback
+    from dse.search.storage import retry_callback
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = RDBStorage(f"sqlite:///{tmp_path / 'h.db'}", heartbeat_interval=1, grace_period=1,
-                         **_retry_callback())
+                         **retry_callback())
     study = optuna.create_study(storage=storage)
     study.enqueue_trial({"x": 0.5})
     with pytest.warns(UserWarning):

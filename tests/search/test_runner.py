@@ -3,15 +3,18 @@ driver, duplicate designs evaluated once, grid exhaustion, infeasible trials wit
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import optuna
 import pytest
 
 from dse.errors import ConfigError
-from dse.search import runner
+from dse.search.evaluation import design_key
+from dse.search.optuna_compat import trial_id
 from dse.search.results import load_results
-from dse.search.runner import design_key, run_study
+from dse.search.runner import run_study
+from dse.search.storage import open_study, quiet_optuna
 from dse.search.study import load_study
 from tests.fixtures import LATENCY_POWER_OBJECTIVES, TOY_OBJECTIVES, TOY_SPACE, write_study
 
@@ -139,15 +142,13 @@ def test_resume_after_interrupt_loses_and_repeats_nothing(tmp_path):
 def test_dead_driver_trials_are_failed_and_requeued(tmp_path, monkeypatch):
     """A driver killed mid-batch leaves RUNNING trials; once their heartbeat is stale the next run
     fails them and re-queues their parameters (RetryHeartbeatStaleTrialCallback)."""
-    monkeypatch.setattr("dse.search.storage.HEARTBEAT_INTERVAL_S", 1)
-    monkeypatch.setattr("dse.search.storage.GRACE_PERIOD_S", 1)
-    cfg = _cfg(_study(tmp_path, "random", trials=6))
-    with runner.quiet_optuna():
-        study, storage = runner.open_study(cfg, create=True)
+    cfg = replace(_cfg(_study(tmp_path, "random", trials=6)), heartbeat_s=1)   # grace: 3 s
+    with quiet_optuna():
+        study, storage = open_study(cfg, create=True)
         t = study.ask()
         params = cfg.space.suggest(t, cfg.base_env())
-        storage.record_heartbeat(t._trial_id)       # the dead driver's last beat
-    time.sleep(2.5)
+        storage.record_heartbeat(trial_id(t))       # the dead driver's last beat
+    time.sleep(3.5)
     s = run_study(cfg, evaluator=fake_eval)
     res = load_results(cfg)
     assert res.record(0).state == "FAIL"

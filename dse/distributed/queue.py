@@ -1,0 +1,105 @@
+"""The shared study's queue: popping a queued trial, re-queueing interrupted ones, queueing a grid.
+
+* ``ask_reserved``: ``study.ask()``, popping a queued trial in O(1) on RDB storages.
+* ``requeue``: fail interrupted reserved trials and queue them again with the same parameters.
+* ``queue_grid``: the grid points, queued once per study (the creating process queues them; the
+  others wait for ``dse_grid_queued``).
+"""
+from __future__ import annotations
+
+import random
+import time
+from typing import Any, Callable
+
+from dse.distributed import quota
+from dse.search import optuna_compat as oc
+from dse.search.grid_queue import grid_queue
+from dse.search.study import StudyConfig
+from dse.search.trials import DesignCache
+
+GRID_ATTR = "dse_grid_queued"
+POP_CANDIDATES = 8      # queued trials read per pop (many workers: not all fighting for the oldest)
+
+
+def ask_reserved(study):
+    """``study.ask()``, popping a queued trial in O(1) on RDB storages.
+
+    optuna's ask reads every WAITING trial to pop one (O(queue) per ask, O(N^2) for a queued
+    grid); here a few of the oldest queued ids are read and claimed with optuna's own atomic
+    WAITING -> RUNNING transition. Any other storage, or an empty queue, uses ``study.ask()``."""
+    import optuna
+    from optuna.trial import TrialState
+    rdb = oc.rdb(study)
+    if rdb is not None:
+        ids = oc.oldest_waiting_ids(rdb, oc.study_id(study), POP_CANDIDATES)
+        random.shuffle(ids)  # many workers: do not all fight for the same oldest trial
+        for tid in ids:
+            try:
+                if oc.study_storage(study).set_trial_state_values(tid, state=TrialState.RUNNING):
+                    oc.forget_cached_trials(study)
+                    return optuna.Trial(study, tid)
+            except optuna.exceptions.UpdateFinishedTrialError:
+                continue
+    return study.ask()
+
+
+def requeue(study, trials: list, log: Callable[[str], None]) -> int:
+    """Fail interrupted reserved trials and queue them again with the same parameters (sampled on
+    the mirror, or the queued grid point). ``trials``: (trial, sampled params). Returns how many
+    were re-queued."""
+    from optuna.trial import TrialState
+    n = 0
+    for t, sampled in trials:
+        params = dict(oc.trial_system_attrs(study, t).get("fixed_params", {}))
+        params.update(t.params)
+        params.update(sampled)
+        try:
+            if params:
+                study.enqueue_trial(params, user_attrs={"requeued_from": t.number})
+                n += 1
+            study.tell(t, state=TrialState.FAIL)
+        except Exception as exc:  # the database is gone too: the heartbeat expiry re-queues it later
+            log(f"trial {t.number}: could not re-queue it now ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}); its heartbeat expiry will")
+    return n
+
+
+def grid_points(cfg: StudyConfig) -> list[dict[str, Any]]:
+    """The grid's distinct designs as trial parameters, in the runner's grid order."""
+    return grid_queue(cfg)
+
+
+def queue_grid(study, cfg: StudyConfig, created: bool, *, wait_s: float, log: Callable[[str], None]) -> int:
+    """Queue the grid once per study; returns the grid target (distinct points, capped by trials).
+
+    The creating process queues the first ``target`` points and then sets ``dse_grid_queued``.
+    Others wait for that mark while the queue grows; if it does not come within ``wait_s`` of the
+    queue's last growth (creator died, or the study was started by ``dse run``), they queue the
+    points neither done, running nor queued.
+    """
+    from optuna.trial import TrialState
+    points = grid_points(cfg)
+    target = min(cfg.trials, len(points))
+    if created:
+        for params in points[:target]:
+            study.enqueue_trial(params)
+        study.set_user_attr(GRID_ATTR, target)
+        return target
+    deadline = time.monotonic() + wait_s
+    held = quota.counts(study).holding
+    while GRID_ATTR not in study.user_attrs and time.monotonic() < deadline:
+        time.sleep(0.2)
+        now_held = quota.counts(study).holding
+        if now_held > held:                       # the creator is still queueing: keep waiting
+            held, deadline = now_held, time.monotonic() + wait_s
+    if GRID_ATTR in study.user_attrs:
+        return min(target, int(study.user_attrs[GRID_ATTR]))
+    log(f"no grid queue mark after {wait_s:.0f} s: queueing the missing grid points")
+    cache, complete, _ = DesignCache.from_trials(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+    pending = study.get_trials(deepcopy=False, states=(TrialState.WAITING, TrialState.RUNNING))
+    queued = [dict(t.system_attrs.get("fixed_params", t.params)) for t in pending]
+    missing = grid_queue(cfg, cache, queued)
+    for params in missing[:max(0, target - complete - len(queued))]:
+        study.enqueue_trial(params)
+    study.set_user_attr(GRID_ATTR, target)
+    return target

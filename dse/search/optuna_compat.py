@@ -1,0 +1,159 @@
+"""Every use of optuna's private API in dse, behind one small public function each.
+
+optuna exposes no public way to get a trial's storage id, to write a finished trial in one
+transaction, to count trials by state without reading them all, to pop a queued trial without
+reading the whole queue, or to compute an exact hypervolume (optuna 5). The package needs these
+for speed (thousands of trials, many workers) and for exact fronts, so they are used here and
+only here; ``tests/search/test_optuna_compat.py`` exercises each function against the installed
+optuna, so an optuna release that renames or changes one of them fails loudly in one place.
+
+Private names used (optuna 4.x and 5.x):
+
+* ``Study._storage``, ``Study._study_id``, ``Study._thread_local.cached_all_trials``
+* ``Trial._trial_id``, ``Trial._cached_frozen_trial``, ``FrozenTrial._trial_id``
+* ``storages._CachedStorage._backend``, ``RDBStorage.scoped_session``
+* ``storages._rdb.models`` (TrialModel, TrialParamModel, Trial*AttributeModel, TrialValueModel,
+  TrialHeartbeatModel), ``storages._rdb.storage._create_scoped_session``
+* ``storages._heartbeat.is_heartbeat_enabled``
+* ``_hypervolume.compute_hypervolume``
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Callable, Iterable
+
+
+# ---- handles ---------------------------------------------------------------------------------
+def study_storage(study: Any) -> Any:
+    """The storage object a study talks to (possibly optuna's caching wrapper)."""
+    return study._storage
+
+
+def study_id(study: Any) -> int:
+    """The storage's id of a study."""
+    return study._study_id
+
+
+def trial_id(trial: Any) -> int:
+    """The storage's id of a live ``Trial`` or a ``FrozenTrial`` (numbers are per study; ids are not)."""
+    return trial._trial_id
+
+
+def trial_system_attrs(study: Any, trial: Any) -> dict[str, Any]:
+    """System attributes of a live trial (optuna 5 no longer exposes them on ``Trial``)."""
+    frozen = getattr(trial, "_cached_frozen_trial", None)
+    if frozen is None:
+        frozen = study._storage.get_trial(trial._trial_id)
+    return frozen.system_attrs
+
+
+def forget_cached_trials(study: Any) -> None:
+    """Drop the study's per-thread trial cache (after changing a trial behind ``study.ask``)."""
+    study._thread_local.cached_all_trials = None
+
+
+def rdb(storage_or_study: Any):
+    """The ``RDBStorage`` behind a storage or a study (unwrapping optuna's cache), or None
+    (journal, in-memory)."""
+    from optuna.storages import RDBStorage
+    st = getattr(storage_or_study, "_storage", storage_or_study)
+    st = getattr(st, "_backend", st)
+    return st if isinstance(st, RDBStorage) else None
+
+
+def heartbeat_enabled(storage: Any) -> bool:
+    """Whether the storage records heartbeats (RDB storages built with a heartbeat interval)."""
+    from optuna.storages._heartbeat import is_heartbeat_enabled
+    return is_heartbeat_enabled(storage)
+
+
+def hypervolume_function() -> Callable | None:
+    """optuna's exact WFG hypervolume ``f(points, ref, assume_pareto=...)``, or None if absent."""
+    try:
+        from optuna._hypervolume import compute_hypervolume
+    except ImportError:
+        return None
+    return compute_hypervolume
+
+
+# ---- SQL on RDB storages ---------------------------------------------------------------------
+def _models():
+    from optuna.storages._rdb import models
+    return models
+
+
+def _session(rdb_storage: Any):
+    """A read session (the caller closes it)."""
+    return rdb_storage.scoped_session()
+
+
+def count_by_state(rdb_storage: Any, sid: int, below_number: int | None = None) -> dict[Any, int]:
+    """``{TrialState: count}`` of a study (trials numbered below ``below_number`` only, if given):
+    one ``COUNT(*) ... GROUP BY state`` query instead of reading every trial."""
+    import sqlalchemy as sa
+    T = _models().TrialModel
+    q = sa.select(T.state, sa.func.count()).where(T.study_id == sid)
+    if below_number is not None:
+        q = q.where(T.number < below_number)
+    session = _session(rdb_storage)
+    try:
+        return {state: n for state, n in session.execute(q.group_by(T.state)).all()}
+    finally:
+        session.close()
+
+
+def oldest_waiting_ids(rdb_storage: Any, sid: int, limit: int) -> list[int]:
+    """Ids of the ``limit`` lowest-numbered WAITING trials of a study."""
+    import sqlalchemy as sa
+    from optuna.trial import TrialState
+    T = _models().TrialModel
+    session = _session(rdb_storage)
+    try:
+        return [tid for (tid,) in session.execute(
+            sa.select(T.trial_id).where(T.study_id == sid, T.state == TrialState.WAITING)
+            .order_by(T.number).limit(limit)).all()]
+    finally:
+        session.close()
+
+
+def ids_with_heartbeat(rdb_storage: Any, ids: Iterable[int]) -> set[int]:
+    """Those of the trial ids that have ever recorded a heartbeat."""
+    H = _models().TrialHeartbeatModel
+    session = _session(rdb_storage)
+    try:
+        return {tid for (tid,) in session.query(H.trial_id).filter(H.trial_id.in_(sorted(ids))).all()}
+    finally:
+        session.close()
+
+
+def write_finished_trial(rdb_storage: Any, tid: int, ft: Any) -> None:
+    """Write the finished trial ``ft`` (parameters, user and system attributes except
+    ``fixed_params``, values, state) into the RUNNING trial ``tid`` in one transaction; raises
+    ``optuna.exceptions.UpdateFinishedTrialError`` if that trial is already finished."""
+    from optuna import distributions
+    from optuna.storages._rdb.storage import _create_scoped_session
+    M = _models()
+    with _create_scoped_session(rdb_storage.scoped_session) as session:
+        trial = M.TrialModel.find_or_raise_by_id(tid, session, for_update=True)
+        rdb_storage.check_trial_is_updatable(tid, trial.state)
+        params = {p.param_name: p for p in session.query(M.TrialParamModel).filter_by(trial_id=tid)}
+        for name, value in ft.params.items():
+            dist = ft.distributions[name]
+            row = params.get(name) or M.TrialParamModel(trial_id=tid, param_name=name)
+            row.param_value = dist.to_internal_repr(value)
+            row.distribution_json = distributions.distribution_to_json(dist)
+            session.add(row)
+        for model, attrs in ((M.TrialUserAttributeModel, ft.user_attrs),
+                             (M.TrialSystemAttributeModel, {k: v for k, v in ft.system_attrs.items()
+                                                            if k != "fixed_params"})):
+            rows = {r.key: r for r in session.query(model).filter_by(trial_id=tid)}
+            for k, v in attrs.items():
+                row = rows.get(k) or model(trial_id=tid, key=k)
+                row.value_json = json.dumps(v)
+                session.add(row)
+        for obj, v in enumerate(ft.values or []):
+            stored, vtype = M.TrialValueModel.value_to_stored_repr(v)
+            session.add(M.TrialValueModel(trial_id=tid, objective=obj, value=stored, value_type=vtype))
+        trial.state = ft.state
+        trial.datetime_complete = datetime.now()

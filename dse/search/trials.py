@@ -1,0 +1,159 @@
+"""One trial lifecycle, shared by ``dse run`` (``runner``) and ``dse worker``.
+
+A batch of asked trials goes through the same steps whoever runs it (``Batch``):
+
+1. each trial's parameters become a design (``StudyConfig.design``) and a ``design_key``;
+2. designs not in the ``DesignCache`` (nor earlier in the batch) are handed to the
+   ``EvaluationPool`` as soon as they are known;
+3. in trial order, each trial is recorded (``record``: user attributes and constraints) from
+   its outcome, or from the cache for a design seen before (``duplicate_of``), and handed back
+   to the caller, which tells it and writes it to the storage, then adds it to the cache.
+
+Per trial the storage keeps two user attributes:
+
+* ``design_key``  digest of the resolved design (cache key: a design is evaluated once per
+                  study; a repeated proposal is told the cached result)
+* ``dse``         ``{"design": flat knobs without the model, "metrics": {model: metrics},
+                  "feasible": bool, "reason": str}``, plus ``"duplicate_of": first trial`` for a
+                  repeated design (metrics then live with the first) or ``"error"`` for a failed one
+
+and the constraint values optuna's samplers read (``Trial.set_constraint``, <= 0 satisfied):
+``infeasible_workloads`` then ``c0``, ``c1``, ... in the order of the objective file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+
+from dse.search.evaluation import EvaluationPool, Evaluator, Outcome, design_key
+from dse.search.objectives import score
+
+if TYPE_CHECKING:
+    from dse.search.study import StudyConfig
+
+FAILURE_FLOOR = 10       # a run stops once this many evaluations failed and at least half of them
+
+
+def too_many_failures(errors: int, attempts: int) -> bool:
+    """Whether a run should stop: ``errors`` of ``attempts`` evaluations failed, at least
+    ``FAILURE_FLOOR`` of them and at least half of the attempts."""
+    return errors > 0 and errors >= max(FAILURE_FLOOR, attempts // 2)
+
+
+def constraint_keys(cfg: "StudyConfig") -> list[str]:
+    """Names of the constraint values given to optuna (``Trial.set_constraint``)."""
+    return ["infeasible_workloads"] + [f"c{i}" for i in range(len(cfg.objectives.constraints))]
+
+
+def record(cfg: "StudyConfig", trial, key: str, design: Mapping[str, Any], outcome: Outcome,
+           duplicate_of: int | None = None) -> list[float] | None:
+    """Set the trial's user attributes and constraints; return its objective values (None: failed)."""
+    rec: dict[str, Any] = {"design": dict(design)}
+    if duplicate_of is not None:
+        rec["duplicate_of"] = duplicate_of
+    trial.set_user_attr("design_key", key)
+    if not outcome.ok:
+        rec["error"] = outcome.error
+        trial.set_user_attr("dse", rec)
+        return None
+    sc = score(outcome.metrics, cfg.objectives)
+    if duplicate_of is None:
+        rec["metrics"] = outcome.metrics
+    rec["feasible"], rec["reason"] = sc.feasible, sc.reason
+    trial.set_user_attr("dse", rec)
+    for name, v in zip(constraint_keys(cfg), sc.constraints):
+        trial.set_constraint(name, v)
+    return sc.values
+
+
+@dataclass(frozen=True)
+class CachedDesign:
+    trial: int                                  # number of the first trial that evaluated it
+    metrics: dict[str, dict[str, Any]]
+
+
+class DesignCache:
+    """Designs already evaluated in a study: design key -> first trial and its metrics."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, CachedDesign] = {}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._by_key
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_key)
+
+    def get(self, key: str) -> CachedDesign | None:
+        return self._by_key.get(key)
+
+    def add(self, key: str, number: int, outcome: Outcome) -> None:
+        """Remember a successful evaluation (the first one of a design wins)."""
+        if outcome.ok and key not in self._by_key:
+            self._by_key[key] = CachedDesign(number, outcome.metrics)
+
+    def add_trial(self, t) -> bool:
+        """Add a finished trial (frozen) of the study; True if it is COMPLETE."""
+        if t.state.name != "COMPLETE":
+            return False
+        rec = t.user_attrs.get("dse", {})
+        key = t.user_attrs.get("design_key")
+        if key and "metrics" in rec and key not in self._by_key:
+            self._by_key[key] = CachedDesign(t.number, rec["metrics"])
+        return True
+
+    @classmethod
+    def from_trials(cls, trials: Iterable) -> tuple["DesignCache", int, int]:
+        """The cache of a study's finished trials, with its COMPLETE and feasible counts."""
+        cache, complete, feasible = cls(), 0, 0
+        for t in trials:
+            if cache.add_trial(t):
+                complete += 1
+                feasible += bool(t.user_attrs.get("dse", {}).get("feasible"))
+        return cache, complete, feasible
+
+
+@dataclass
+class Told:
+    """One trial of a batch, recorded and ready to be told (``values`` None: failed)."""
+    trial: Any
+    key: str
+    design: dict[str, Any]
+    outcome: Outcome
+    duplicate_of: int | None
+    values: list[float] | None
+
+
+class Batch:
+    """Evaluate a batch of asked trials (see the module docstring); iterate for ``Told`` trials
+    in order. The caller tells and writes each one, then adds it to the cache, before the next."""
+
+    def __init__(self, cfg: "StudyConfig", trials: Iterable, env: Mapping[str, Any], cache: DesignCache,
+                 pool: EvaluationPool, fn: Evaluator):
+        self.cfg, self.cache, self.pool = cfg, cache, pool
+        self.items: list[tuple[Any, str, dict[str, Any]]] = []
+        self.pending: dict[str, Any] = {}
+        for t in trials:              # trials may be asked lazily: evaluations start meanwhile
+            d = cfg.design(cfg.space.suggest(t, env))
+            key = design_key(cfg, d)
+            self.items.append((t, key, d))
+            if key not in cache and key not in self.pending:
+                self.pending[key] = pool.submit(fn, d, cfg.models)
+
+    @property
+    def evaluations(self) -> int:
+        """Designs this batch evaluates."""
+        return len(self.pending)
+
+    def __iter__(self) -> Iterator[Told]:
+        for t, key, d in self.items:
+            hit = self.cache.get(key)
+            if hit is not None:
+                outcome, dup = Outcome(metrics=hit.metrics), hit.trial
+            else:
+                outcome, dup = self.pool.result(self.pending[key]), None
+            values = record(self.cfg, t, key, d, outcome, duplicate_of=dup)
+            yield Told(t, key, d, outcome, dup, values)

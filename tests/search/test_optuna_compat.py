@@ -1,0 +1,105 @@
+"""Each private optuna API dse uses (``dse.search.optuna_compat``), exercised against the installed
+optuna: an optuna release that renames or changes one of them fails here, by name."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import optuna
+import pytest
+from optuna.distributions import FloatDistribution
+from optuna.trial import TrialState
+
+from dse.search import optuna_compat as oc
+from dse.search.storage import quiet_optuna
+
+
+@pytest.fixture
+def rdb_study(tmp_path):
+    from optuna.storages import RDBStorage
+    with quiet_optuna():
+        storage = RDBStorage(f"sqlite:///{tmp_path / 'c.db'}", heartbeat_interval=1, grace_period=3)
+        study = optuna.create_study(study_name="c", storage=storage, directions=["minimize", "maximize"])
+    return study, storage
+
+
+def test_study_handles(rdb_study):
+    study, storage = rdb_study
+    assert oc.study_id(study) == storage.get_study_id_from_name("c")
+    assert oc.rdb(oc.study_storage(study)) is storage       # unwraps optuna's caching storage
+    assert oc.rdb(study) is storage and oc.rdb(storage) is storage
+    assert oc.rdb(optuna.create_study()) is None             # in-memory: no RDB
+
+
+def test_trial_handles(rdb_study):
+    study, storage = rdb_study
+    t = study.ask({"x": FloatDistribution(0, 1)})
+    assert storage.get_trial(oc.trial_id(t)).number == t.number
+    frozen = study.get_trials(deepcopy=False)[0]
+    assert oc.trial_id(frozen) == oc.trial_id(t)
+    study.enqueue_trial({"x": 0.5})
+    q = study.ask()
+    assert oc.trial_system_attrs(study, q)["fixed_params"] == {"x": 0.5}
+
+
+def test_forget_cached_trials_drops_the_thread_cache(rdb_study):
+    study, storage = rdb_study
+    assert hasattr(study._thread_local, "cached_all_trials"), "optuna's per-thread trial cache moved"
+    study._thread_local.cached_all_trials = []
+    oc.forget_cached_trials(study)
+    assert study._thread_local.cached_all_trials is None
+
+
+def test_heartbeat_enabled(rdb_study, tmp_path):
+    _, storage = rdb_study
+    assert oc.heartbeat_enabled(storage)
+    from optuna.storages import RDBStorage
+    assert not oc.heartbeat_enabled(RDBStorage(f"sqlite:///{tmp_path / 'n.db'}"))
+    assert not oc.heartbeat_enabled(optuna.storages.InMemoryStorage())
+
+
+def test_count_by_state_and_oldest_waiting(rdb_study):
+    study, storage = rdb_study
+    for x in (0.1, 0.2, 0.3):
+        study.enqueue_trial({"x": x})
+    t = study.ask()                                 # pops the oldest queued trial
+    study.tell(t, [1.0, 2.0])
+    sid = oc.study_id(study)
+    assert oc.count_by_state(storage, sid) == {TrialState.COMPLETE: 1, TrialState.WAITING: 2}
+    assert oc.count_by_state(storage, sid, below_number=2) == {TrialState.COMPLETE: 1, TrialState.WAITING: 1}
+    waiting = [tr for tr in study.get_trials(deepcopy=False) if tr.state == TrialState.WAITING]
+    assert oc.oldest_waiting_ids(storage, sid, 1) == [oc.trial_id(waiting[0])]
+    assert oc.oldest_waiting_ids(storage, sid, 8) == [oc.trial_id(w) for w in waiting]
+
+
+def test_ids_with_heartbeat(rdb_study):
+    study, storage = rdb_study
+    a, b = study.ask(), study.ask()
+    storage.record_heartbeat(oc.trial_id(a))
+    assert oc.ids_with_heartbeat(storage, [oc.trial_id(a), oc.trial_id(b)]) == {oc.trial_id(a)}
+
+
+def test_write_finished_trial_in_one_transaction(rdb_study):
+    study, storage = rdb_study
+    mem = optuna.create_study(directions=["minimize", "maximize"])
+    mt = mem.ask({"x": FloatDistribution(0, 1)})
+    mt.set_user_attr("dse", {"design": {"x": mt.params["x"]}})
+    mt.set_constraint("c0", -1.0)
+    ft = mem.tell(mt, [3.0, 4.0])
+    tid = storage.create_new_trial(oc.study_id(study))
+    oc.write_finished_trial(storage, tid, ft)
+    got = storage.get_trial(tid)
+    assert got.state == TrialState.COMPLETE and got.values == [3.0, 4.0]
+    assert got.params == ft.params and got.distributions == ft.distributions
+    assert got.user_attrs == ft.user_attrs and dict(got.constraints) == {"c0": -1.0}
+    assert json.dumps(got.system_attrs, sort_keys=True) == json.dumps(
+        {k: v for k, v in ft.system_attrs.items() if k != "fixed_params"}, sort_keys=True)
+    with pytest.raises(optuna.exceptions.UpdateFinishedTrialError):
+        oc.write_finished_trial(storage, tid, ft)                 # finished already: refused
+
+
+def test_hypervolume_function():
+    hv = oc.hypervolume_function()
+    assert hv is not None, "optuna._hypervolume.compute_hypervolume is gone (dse falls back to slicing)"
+    F = np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5]])
+    assert hv(F, np.array([2.0, 2.0]), assume_pareto=True) == pytest.approx(3.25)
