@@ -80,7 +80,7 @@ BAD_STUDIES = [
      "study.space: missing; expected a path to a space file (relative to the study file) or an inline table"),
     ('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\nseeds = 3\n',
      "study.seeds: unknown key (allowed: name, description, space, objectives, trials, seed, batch, storage, "
-     "results); did you mean 'seed'?"),
+     "results, heartbeat); did you mean 'seed'?"),
     ('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\n[workload]\ncore_side = 4\n',
      "workload.core_side: unknown key (allowed: models, batch, context, attn_gpu, trace, trace_seed, trace_steps"),
     ('[studdy]\n', "studdy: unknown section (allowed: study, sampler, workload, base); did you mean 'study'?"),
