@@ -1,6 +1,6 @@
 """A seeded ``studies/full.toml`` (96 trials, ``--jobs 2``) against its golden record: every
 trial's parameters and values, the front and the knee. The record was written by the code before
-the study engine was split into modules (``tests/golden/full-96-seed0.json``); a change that
+the study engine was split into modules (main at 9e5844e; ``tests/golden/full-96-seed0.json``); a change that
 alters what a seeded study proposes or records fails here. Regenerate only for an intended change
 of the sampling, and say why in the commit: ``python tests/search/test_golden_study.py``."""
 from __future__ import annotations
