@@ -41,7 +41,7 @@ def cache_dir() -> Path | None:
 
 
 def _code_digest() -> str:
-    from dse import __version__
+    from dse.version import __version__
     from dse.constants import C
     from dse.mapping import placement
     h = hashlib.sha256()

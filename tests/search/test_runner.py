@@ -148,7 +148,7 @@ def test_dead_driver_trials_are_failed_and_requeued(tmp_path, monkeypatch):
         t = study.ask()
         params = cfg.space.suggest(t, cfg.base_env())
         storage.record_heartbeat(trial_id(t))       # the dead driver's last beat
-    time.sleep(3.5)
+    time.sleep(4.5)
     s = run_study(cfg, evaluator=fake_eval)
     res = load_results(cfg)
     assert res.record(0).state == "FAIL"
