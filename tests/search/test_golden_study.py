@@ -1,8 +1,12 @@
-"""A seeded ``studies/full.toml`` (96 trials, ``--jobs 2``) against its golden record: every
+"""A seeded ``studies/full.toml`` study (96 trials, ``--jobs 2``) against its golden record: every
 trial's parameters and values, the front and the knee. The record was written by the code before
 the study engine was split into modules (main at 9e5844e; ``tests/golden/full-96-seed0.json``); a change that
 alters what a seeded study proposes or records fails here. Regenerate only for an intended change
-of the sampling, and say why in the commit: ``python tests/search/test_golden_study.py``."""
+of the sampling, and say why in the commit: ``python tests/search/test_golden_study.py``.
+
+The study is pinned here as it was when the record was written (NSGA-II, population and batch
+24, seed 0, synthetic trace) over the shipped ``spaces/full.toml`` and ``objectives/full.toml``,
+so that a later choice of sampler for the shipped study does not change the record."""
 from __future__ import annotations
 
 import json
@@ -29,10 +33,31 @@ def snapshot(cfg) -> dict:
     return {"trials": trials, "front": [r.number for r in res.front()], "knee": None if k is None else k.number}
 
 
+STUDY = f"""
+[study]
+name = "full"
+space = "{ROOT / 'spaces' / 'full.toml'}"
+objectives = "{ROOT / 'objectives' / 'full.toml'}"
+trials = {TRIALS}
+seed = 0
+batch = 24
+[sampler]
+name = "nsga2"
+population_size = 24
+[workload]
+models = ["qwen3.5-35b-a3b"]
+trace = "synthetic"
+"""
+
+
 def run_full(storage: str) -> dict:
-    cfg = load_study(ROOT / "studies" / "full.toml", trials=TRIALS, storage=storage)
-    run_study(cfg, jobs=JOBS)
-    return json.loads(json.dumps(snapshot(cfg)))     # JSON round trip: tuples -> lists, as stored
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        study = Path(d) / "full.toml"
+        study.write_text(STUDY)
+        cfg = load_study(study, trials=TRIALS, storage=storage)
+        run_study(cfg, jobs=JOBS)
+        return json.loads(json.dumps(snapshot(cfg)))     # JSON round trip: tuples -> lists, as stored
 
 
 @pytest.mark.slow
