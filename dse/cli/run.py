@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     lines = None if progress or args.no_progress else BatchLines(cfg.name)
     try:
         s = run_study(cfg, jobs=args.jobs, progress=progress, on_batch=lines, backend=args.backend,
-                      scheduler=args.scheduler)
+                      scheduler=args.scheduler,
+                      notify=lambda note: print(f"dse: note: {note}", file=sys.stderr, flush=True))
     except KeyboardInterrupt:
         print(f"dse: interrupted; finished trials are kept. Re-run the same command to resume study "
               f"{cfg.name!r}.", file=sys.stderr)

@@ -30,7 +30,8 @@ class StudyMirror:
         self.seen: set[int] = set()              # persistent trial ids mirrored or written
         self.waiting: dict[int, int] = {}        # mem trial number -> persistent WAITING trial id
         self.queued: list[int] = []              # persistent WAITING ids queued in mem, in order
-        self.mem = optuna.create_study(directions=list(directions), sampler=sampler)
+        self.directions = list(directions)
+        self.mem = optuna.create_study(directions=self.directions, sampler=sampler)
 
     def sync(self, *, queue_waiting: bool = True, states: Sequence[Any] | None = None) -> list:
         """Mirror new finished persistent trials (of ``states`` if given); return them (frozen).
@@ -51,6 +52,18 @@ class StudyMirror:
                 # dead trial's params themselves: either way the same design is evaluated again
                 self.mem.enqueue_trial(dict(t.system_attrs.get("fixed_params") or t.params))
         return new
+
+    def rebuild(self, trials: Sequence, sampler) -> None:
+        """Start the in-memory study afresh from ``trials`` (finished, in order) with ``sampler``;
+        persistent WAITING trials already queued are queued again, in order."""
+        import optuna
+        self.mem = optuna.create_study(directions=self.directions, sampler=sampler)
+        for t in trials:
+            self._add(t)
+        self.waiting.clear()
+        for tid in self.queued:
+            t = self.storage.get_trial(tid)
+            self.mem.enqueue_trial(dict(t.system_attrs.get("fixed_params") or t.params))
 
     def _add(self, t) -> None:
         try:

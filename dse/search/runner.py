@@ -8,15 +8,22 @@ written to the storage in one transaction. Hence a seeded study gives the same t
 ``jobs`` is (the batch size is a study setting, never derived from ``jobs``), and a run stopped
 by Ctrl-C or killed outright loses only its in-flight evaluations.
 
-Resume: ``trials`` is a target count of finished trials; re-running the same study continues
-until the target (the sampler is re-seeded with seed + trials so far, so it does not replay its
-first proposals). Trials another process left RUNNING with a stale heartbeat (``dse worker``)
-are failed and re-queued by the storage's retry callback; the next run evaluates them first.
+Deterministic resume: ``trials`` is a target count of finished trials; re-running the same
+study continues until the target. Batch *i* holds the finished trials at positions
+``[i * batch, (i + 1) * batch)`` of the study; its trials are asked from a sampler seeded with
+``samplers.batch_seed(seed, i)`` on an in-memory study holding exactly the trials before the
+batch. Every trial is thus a function of the seed, its position and the trials before its batch:
+a run interrupted anywhere (Ctrl-C, SIGTERM, SIGKILL, mid-batch or between batches) and resumed,
+any number of times, re-asks the interrupted batch identically (its written trials are asked
+again without being evaluated, and checked) and ends with the trials of an uninterrupted run
+(``samplers.SAMPLERS`` says which samplers promise it; ``dse run`` says so when it cannot).
+Trials another process left RUNNING with a stale heartbeat (``dse worker``) are failed and
+re-queued by the storage's retry callback; the next run evaluates them first (no replay then).
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from dse.errors import ConfigError
@@ -24,7 +31,7 @@ from dse.search.evaluation import EvaluationPool, Evaluator, evaluate_design, ma
 from dse.search.grid_queue import grid_queue, waiting_params
 from dse.search.mirror import StudyMirror
 from dse.search.objectives import score
-from dse.search.samplers import make_sampler
+from dse.search.samplers import SAMPLERS, batch_seed, make_sampler
 from dse.search.storage import open_study, quiet_optuna, storage_label
 from dse.search.study import StudyConfig
 from dse.search.trials import Batch, DesignCache, too_many_failures
@@ -45,12 +52,14 @@ class RunSummary:
     elapsed_s: float = 0.0
     interrupted: bool = False
     exhausted: bool = False       # grid: every point done
+    notes: list[str] = field(default_factory=list)   # said to the user (e.g. a resume that cannot be exact)
 
 
 def run_study(cfg: StudyConfig, *, jobs: int = 1, progress: bool = False,
               evaluator: Evaluator | None = None, max_batches: int | None = None,
               max_evaluations: int | None = None, on_batch: Callable[[dict], None] | None = None,
-              backend: str = "loky", scheduler: str | None = None) -> RunSummary:
+              backend: str = "loky", scheduler: str | None = None,
+              notify: Callable[[str], None] | None = None) -> RunSummary:
     """Run (or resume) ``cfg`` until it has ``cfg.trials`` finished trials.
 
     ``evaluator`` replaces :func:`evaluate_design` (tests); ``max_batches`` stops early;
@@ -58,19 +67,22 @@ def run_study(cfg: StudyConfig, *, jobs: int = 1, progress: bool = False,
     (search-quality benchmarks count evaluations, not trials); ``on_batch`` is called after each
     batch with ``{complete, target, feasible, front, elapsed_s, new_trials}`` (progress lines).
     ``backend = "dask"`` sends the evaluations to a dask.distributed cluster (``scheduler``
-    address, or a local cluster of ``jobs`` worker processes).
+    address, or a local cluster of ``jobs`` worker processes). ``notify`` is called with each note
+    for the user as it arises (also kept in ``RunSummary.notes``).
     """
     with quiet_optuna():
-        return _Run(cfg, jobs, progress, evaluator or evaluate_design).loop(
+        return _Run(cfg, jobs, progress, evaluator or evaluate_design, notify).loop(
             max_batches, max_evaluations, on_batch, backend, scheduler)
 
 
 class _Run:
     """One ``dse run``: the study, its mirror, cache and counts, and the run loop."""
 
-    def __init__(self, cfg: StudyConfig, jobs: int, progress: bool, fn: Evaluator):
+    def __init__(self, cfg: StudyConfig, jobs: int, progress: bool, fn: Evaluator,
+                 notify: Callable[[str], None] | None = None):
         import optuna
         self.t0 = time.perf_counter()
+        self.notify = notify
         self.cfg, self.fn, self.jobs = cfg, fn, jobs
         self.env = cfg.base_env()
         self.pstudy, storage = open_study(cfg, create=True)
@@ -78,7 +90,8 @@ class _Run:
         n_existing = len(self.pstudy.get_trials(deepcopy=False))
         self.mirror = StudyMirror(self.pstudy, storage, cfg.objectives.directions,
                                   make_sampler(cfg, cfg.seed + n_existing))
-        self.cache, self.complete, self.feasible = DesignCache.from_trials(self.mirror.sync())
+        self.finished = sorted(self.mirror.sync(), key=lambda t: t.number)   # persistent, in order
+        self.cache, self.complete, self.feasible = DesignCache.from_trials(self.finished)
         target = cfg.trials
         self.grid = None
         if cfg.sampler == "grid":
@@ -86,6 +99,8 @@ class _Run:
             self.grid = grid_queue(cfg, self.cache, queued)
             target = min(target, self.complete + len(queued) + len(self.grid))
         self.summary = RunSummary(cfg.name, storage_label(cfg), target, self.complete, 0, 0, 0, self.feasible)
+        if self.finished and self.complete < target:
+            self._resume_notes()
         self.bar = _progress(progress, target, self.complete, cfg.name)
 
     def loop(self, max_batches: int | None, max_evaluations: int | None,
@@ -102,15 +117,16 @@ class _Run:
             while self.complete < s.target and (max_batches is None or batches < max_batches):
                 if batches:
                     for t in self.mirror.sync():                   # trials other processes finished meanwhile
+                        self.finished.append(t)
                         if self.cache.add_trial(t):
                             self.complete += 1
                             self.feasible += bool(t.user_attrs.get("dse", {}).get("feasible"))
                     if self.complete >= s.target:
                         break
-                k = self._batch_size(max_evaluations)
+                k, skip = self._batch_size(max_evaluations)
                 if k <= 0:
                     break
-                self._run_batch(k, pool)
+                self._run_batch(k, skip, pool)
                 batches += 1
                 if on_batch is not None:
                     on_batch(self._progress_line())
@@ -129,13 +145,16 @@ class _Run:
         s.exhausted = self.grid is not None and not self.grid
         return s
 
-    def _batch_size(self, max_evaluations: int | None) -> int:
-        """Trials to ask next (grid: queue that many points first)."""
-        k = min(self.cfg.batch, self.summary.target - self.complete)
+    def _batch_size(self, max_evaluations: int | None) -> tuple[int, int]:
+        """New trials to ask next, and how many trials of the current batch are already written
+        (re-asked first, not evaluated). Grid: queue that many points first."""
+        exact = self.grid is None and not self.mirror.queued   # re-queued trials of dead workers: no replay
+        skip = len(self.finished) % self.cfg.batch if exact else 0
+        k = min(self.cfg.batch - skip, self.summary.target - self.complete)
         if max_evaluations is not None:
             k = min(k, max_evaluations - len(self.cache))
             if k <= 0:
-                return 0
+                return 0, 0
         if self.grid is not None:
             queued = len(self.mirror.queued)
             n_new = max(0, k - queued)
@@ -143,16 +162,24 @@ class _Run:
                 self.mirror.mem.enqueue_trial(params)
             del self.grid[:n_new]
             k = min(k, queued + n_new)
-        return k
+        return k, skip
 
-    def _run_batch(self, k: int, pool: EvaluationPool) -> None:
+    def _run_batch(self, k: int, skip: int, pool: EvaluationPool) -> None:
         """Ask the whole batch before telling anything (the sampler sees the same state whatever
-        ``jobs`` is); each new design goes to the pool as soon as it is asked."""
+        ``jobs`` is); each new design goes to the pool as soon as it is asked. Except for a grid,
+        the sampler starts afresh from the trials before the batch, seeded for the batch."""
         cfg, s = self.cfg, self.summary
-        batch = Batch(cfg, (self.mirror.ask() for _ in range(k)), self.env, self.cache, pool, self.fn)
+        start = len(self.finished) - skip
+        if self.grid is None:
+            self.mirror.rebuild(self.finished[:start], make_sampler(cfg, batch_seed(cfg.seed, start // cfg.batch)))
+        batch = Batch(cfg, (self.mirror.ask() for _ in range(skip + k)), self.env, self.cache, pool, self.fn,
+                      skip=skip)
+        self._check_replay(batch.replayed, self.finished[start:])
         s.evaluations += batch.evaluations
         for told in batch:
-            number = self.mirror.write(told.trial, self.mirror.tell(told.trial, told.values))
+            ft = self.mirror.tell(told.trial, told.values)
+            number = self.mirror.write(told.trial, ft)
+            self.finished.append(ft)          # as written (the next batch's sampler starts from these)
             if told.duplicate_of is None:
                 self.cache.add(told.key, number, told.outcome)
             else:
@@ -168,6 +195,29 @@ class _Run:
                 self.bar.update(1 if told.outcome.ok else 0)
                 self.bar.set_postfix(feasible=self.feasible, refresh=False)
 
+
+    def _check_replay(self, asked: list, written: list) -> None:
+        """The re-asked trials of an interrupted batch must be those written: otherwise the study
+        was not written by this procedure (another dse version, workers) and the user is told."""
+        if any(a.params != w.params for a, w in zip(asked, written)):
+            self._note(f"study {self.cfg.name!r}: the interrupted batch's written trials differ from what "
+                       f"the sampler proposes again (a study written by another dse version, or by "
+                       f"workers); it continues, but not as an uninterrupted run would have")
+
+    def _resume_notes(self) -> None:
+        why = SAMPLERS[self.cfg.sampler].not_resumable
+        if why:
+            self._note(f"resuming study {self.cfg.name!r}: sampler {self.cfg.sampler!r} does not promise the "
+                       f"trials of an uninterrupted run ({why})")
+        if any("dse_worker" in t.user_attrs for t in self.finished):
+            self._note(f"resuming study {self.cfg.name!r}: it holds trials of `dse worker` processes; the "
+                       f"result is not that of an uninterrupted `dse run`")
+
+    def _note(self, text: str) -> None:
+        if text not in self.summary.notes:
+            self.summary.notes.append(text)
+            if self.notify is not None:
+                self.notify(text)
 
     def _progress_line(self) -> dict:
         """Where the run stands (for progress lines): counts, front size (distinct designs)."""

@@ -1,10 +1,20 @@
-"""The samplers a study may name: one table, name -> (factory, allowed settings).
+"""The samplers a study may name: one table, name -> (factory, allowed settings, resume promise).
 
 ``[sampler] name = ...`` in a study file picks a row; its other keys must be settings of that
 row (``kind, low, high``). optuna is imported only when a sampler is built.
+
+Batch *i* of a study is asked from a sampler seeded with ``batch_seed(seed, i)`` (see
+``dse.search.runner``), so a resumed study ends with the trials of an uninterrupted one. Per
+sampler (``not_resumable`` is the reason a sampler cannot promise it, empty when it can):
+
+* nsga2, tpe, random: exact (the proposals are a function of the seed and the trials so far);
+* grid: exact (the queue order decides, not randomness);
+* gp: not promised (its Gaussian-process fit runs in torch, not guaranteed bit-reproducible
+  across runs and thread counts); ``dse run`` says so when it resumes a gp study.
 """
 from __future__ import annotations
 
+import hashlib
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -49,6 +59,7 @@ def _random(cfg: Any, seed: int, s: dict[str, Any]):
 class SamplerKind:
     factory: Callable[[Any, int, dict[str, Any]], Any]
     settings: dict[str, tuple[str, float, float]]     # setting -> (kind, low, high)
+    not_resumable: str = ""                            # why a resumed study may differ ("" : it does not)
 
 
 SAMPLERS: dict[str, SamplerKind] = {
@@ -57,7 +68,8 @@ SAMPLERS: dict[str, SamplerKind] = {
     "tpe": SamplerKind(_tpe, {"n_startup_trials": ("int", 0, 100000), "n_ei_candidates": ("int", 1, 10000),
                               "multivariate": ("bool", 0, 1), "constant_liar": ("bool", 0, 1),
                               "group": ("bool", 0, 1)}),
-    "gp": SamplerKind(_gp, {"n_startup_trials": ("int", 0, 100000), "deterministic_objective": ("bool", 0, 1)}),
+    "gp": SamplerKind(_gp, {"n_startup_trials": ("int", 0, 100000), "deterministic_objective": ("bool", 0, 1)},
+                      not_resumable="its Gaussian-process fit (torch) is not guaranteed bit-reproducible"),
     "random": SamplerKind(_random, {}),
     "grid": SamplerKind(_random, {}),
 }
@@ -66,3 +78,9 @@ SAMPLERS: dict[str, SamplerKind] = {
 def make_sampler(cfg: Any, seed: int):
     """The study's sampler (``cfg.sampler`` with ``cfg.sampler_settings``) seeded with ``seed``."""
     return SAMPLERS[cfg.sampler].factory(cfg, seed % (2**32), dict(cfg.sampler_settings))
+
+
+def batch_seed(seed: int, batch_index: int) -> int:
+    """Sampler seed of batch ``batch_index`` of a study seeded with ``seed``."""
+    digest = hashlib.sha256(f"dse-batch:{seed}:{batch_index}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")

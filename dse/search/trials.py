@@ -129,15 +129,23 @@ class Told:
 
 class Batch:
     """Evaluate a batch of asked trials (see the module docstring); iterate for ``Told`` trials
-    in order. The caller tells and writes each one, then adds it to the cache, before the next."""
+    in order. The caller tells and writes each one, then adds it to the cache, before the next.
+
+    ``skip``: the first trials are only asked and suggested (the sampler's randomness is consumed
+    exactly as when they were first asked), neither evaluated nor yielded: they are already in
+    the storage (``replayed`` holds them, to check they came out the same)."""
 
     def __init__(self, cfg: "StudyConfig", trials: Iterable, env: Mapping[str, Any], cache: DesignCache,
-                 pool: EvaluationPool, fn: Evaluator):
+                 pool: EvaluationPool, fn: Evaluator, skip: int = 0):
         self.cfg, self.cache, self.pool = cfg, cache, pool
         self.items: list[tuple[Any, str, dict[str, Any]]] = []
+        self.replayed: list[Any] = []
         self.pending: dict[str, Any] = {}
         for t in trials:              # trials may be asked lazily: evaluations start meanwhile
             d = cfg.design(cfg.space.suggest(t, env))
+            if len(self.replayed) < skip:
+                self.replayed.append(t)
+                continue
             key = design_key(cfg, d)
             self.items.append((t, key, d))
             if key not in cache and key not in self.pending:
