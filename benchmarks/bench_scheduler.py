@@ -72,9 +72,9 @@ def bench_oracle(steps: int) -> None:
     from tests.mapping import oracle_scheduler as oracle
     from dse.mapping import placement as pl
     from dse.mapping.scheduler import Scheduler
-    from dse.workload import synth
+    from dse.workload import synth_cache
     from dse.workload.trace import loads
-    tr, prof = synth.cached("qwen3.5-35b-a3b", 128, 64, 0, "auto", 16)
+    tr, prof = synth_cache.cached("qwen3.5-35b-a3b", 128, 64, 0, "auto", 16)
     ids = tr.experts[:steps]
     dom = pl.domain(256, 4, 16)
     slot = pl.place("lpt", dom, loads(prof.experts, 256).mean(axis=0))

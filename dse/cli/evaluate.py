@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from dse.pipeline.evaluate import evaluate
 from dse.report import dumps, table
@@ -94,9 +95,25 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def windows_note(point, m: dict) -> str | None:
+    """One line when a trace file's windows are not the requested ones (a short or one-step trace):
+    the steps measured, and where placement was profiled."""
+    if point.trace in ("catalog", "synthetic") or m.get("trace_steps_measured") is None:
+        return None
+    used, prof, where = m["trace_steps_measured"], m.get("profile_steps_used"), m.get("profile_window")
+    if prof == point.profile_steps and where == "trace prefix":
+        return None
+    return (f"trace {point.trace}: measured {used} step{'s' * (used != 1)}; placement profiled on {prof} "
+            f"step{'s' * (prof != 1)} ({where}) instead of the {point.profile_steps} requested (profile_steps; "
+            f"a file trace is split into at most half profiling, half measured)")
+
+
 def run(args: argparse.Namespace) -> int:
     point = point_from_args(args)
     result = evaluate(point)
+    note = windows_note(point, result.metrics)
+    if note:
+        print(f"dse: warning: {note}", file=sys.stderr)
     if args.json:
         print(dumps(result.to_json()))
         return 0

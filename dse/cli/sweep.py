@@ -22,8 +22,9 @@ def register(sub) -> None:
         description="Evaluate a design with one knob swept over VALUES, per model. Presets: "
                     "`dse sweep depth` (array depth 8K..64K on the three reference models: layer time, TP, "
                     "dies, D2D vs provision; the feasible knee) and `dse sweep side` (core side 2..8 on the "
-                    "default model with trace-driven scheduling: occupancy, round stretch, effective MFU, "
-                    "network mm2; the knee).")
+                    "default model, or each --model, with trace-driven scheduling at the native batch: the "
+                    "Table X cascade -- ideal MFU, broadcast and direct occupancy, actual MFU, round stretch, "
+                    "effective MFU -- and network mm2; the knee).")
     p.add_argument("param", help="knob name or preset (depth, side)")
     p.add_argument("values", nargs="*", help="values (default: the preset's); e.g. 16K 32K")
     p.add_argument("--model", action="append", default=[], help="catalog model (repeatable; default: the preset's "
@@ -79,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
         from dse.spec import DesignPoint
         models = [DesignPoint.from_dict(base, overrides=args.overrides, source=source).model]
     rows = sw.sweep(param, values, models, base, args.overrides, source)
+    if preset is not None and preset.name == "side":
+        direct = sw.sweep(param, values, models, base, [*args.overrides, "pooling=direct"], source)
+        rows = sw.with_direct(rows, direct)
     shown = _metrics(args, preset.metrics if preset else sw.GENERIC_METRICS, rows)
     knee: dict[str, Any] = {}
     if param == "array_depth":

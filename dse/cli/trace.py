@@ -52,6 +52,8 @@ def register(sub) -> None:
     _dump_args(s)
     s.add_argument("--json", action="store_true", help="one JSON object (models.toml key names)")
     s.add_argument("--no-coactivation", action="store_true", help="skip the pairwise co-activation summary")
+    s.epilog = ("With --model, the averaged statistics are printed beside the catalog's routing targets of "
+                "that model (achieved / target / ratio), as `dse trace synth` does.")
     s.set_defaults(func=_stats)
 
     g = tsub.add_parser("synth", help="seeded synthetic trace calibrated to a catalog model",
@@ -94,13 +96,17 @@ def _open(args):
 
 
 def _convert(args) -> int:
-    from dse.workload.convert import convert
+    from dse.spec.params import BY_NAME
+    from dse.workload.convert import convert_report, warnings
     from dse.workload.trace import save_trace
-    tr = convert(args.dumps, model=args.model, batch=args.batch, phase=args.phase)
+    conv = convert_report(args.dumps, model=args.model, batch=args.batch, phase=args.phase)
+    tr = conv.trace
     out = save_trace(tr, args.output)
     m = tr.meta
     print(f"wrote {out}: model {m.model}, {m.steps} steps x {m.layers} layers x B={m.batch} x top-{m.top_k} "
           f"({m.source})")
+    for w in warnings(conv, int(BY_NAME["profile_steps"].default), int(BY_NAME["trace_steps"].default)):
+        print(f"dse: warning: {w}", file=sys.stderr)
     return 0
 
 
@@ -110,9 +116,12 @@ def _stats(args) -> int:
     acc = accumulate(meta, chunks(), coactivation=not args.no_coactivation)
     summ = acc.summary()
     pl, ps = acc.per_layer(), acc.per_step()
+    targets = _targets(args.model, meta.batch) if args.model else None
     if args.json:
         summ["per_layer"] = {k: [float(x) for x in v] for k, v in pl.items()}
         summ["per_step"] = {k: [float(x) for x in v] for k, v in ps.items()}
+        if targets is not None:
+            summ["targets"] = targets
         print(dumps(summ))
         return 0
     print(f"trace: model {meta.model}, {meta.steps} steps x {meta.layers} layers x B={meta.batch}, top-{meta.top_k} "
@@ -128,9 +137,22 @@ def _stats(args) -> int:
     print(table(rows, ["step", "hottest/mean", f"U({meta.batch})", "jobs (w=4)"]))
     if meta.steps > n:
         print(f"({meta.steps - n} more steps; --json lists all)")
-    print("\naveraged:")
-    print(table(_summary_rows(summ, None), ["statistic", "value", "uniform"]))
+    if targets is None:
+        print("\naveraged:")
+        print(table(_summary_rows(summ, None), ["statistic", "value", "uniform"]))
+        return 0
+    print(f"\naveraged, against the catalog's targets of {args.model}:")
+    if not targets:
+        print("(no routing statistics for this model in the catalog and no measured profile: nothing to compare with)")
+    print(table(_summary_rows(summ, targets), ["statistic", "achieved", "target", "ratio"]))
     return 0
+
+
+def _targets(model_name: str, batch: int) -> dict:
+    """The catalog's routing targets of a model (its measured profile's, when it has none)."""
+    from dse.workload import synth
+    from dse.workload.catalog import get_model
+    return synth.targets(get_model(model_name), batch)
 
 
 def _summary_rows(summ: dict, targets: dict | None):

@@ -23,14 +23,6 @@ def node_peak_gflops(packages_per_node: int, package_peak_gflops: float) -> floa
 def node_residual_gbps(tokens: float, hidden: int, act_bytes: float, t_layer_us: float) -> float:
     """Inter-layer residual through the node links of a layer's home die: every token's d-wide
     FP8 activation per layer time, one direction (the layer output leaves at the same rate the
-    other way on full-duplex links). GLM-5.2 at B = 128: 16.9 GB/s (published 16.7)."""
+    other way on full-duplex links). GLM-5.2 at B = 128: 16.9 GB/s (published 16.7). The merge
+    traffic of a layer group spanning packages is :func:`dse.hardware.package.merge_crossings`."""
     return tokens * hidden * act_bytes / (t_layer_us * NS_PER_US)
-
-
-def node_merge_gbps_per_die(tokens: float, bytes_per_token: float, span: int, dies_per_package: int,
-                            t_layer_us: float) -> float:
-    """Merge traffic of a layer group that spans packages, per die: (span / P - 1) / span of the
-    per-token bytes, P = dies of the group per package (0 unless span > dies per package).
-    With the package share this sums to the cross-die (span - 1) / span."""
-    p = max(1, min(span, dies_per_package))
-    return tokens * bytes_per_token * (span / p - 1) / span / (t_layer_us * NS_PER_US)

@@ -5,6 +5,7 @@ Published: 4 dies -> 5 GiB, 65.5 TB/s, 512 TFLOPS.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from dse.units import NS_PER_US
 
@@ -36,34 +37,61 @@ def layer_die_span(tp: int, experts_per_layer: int, units_per_die: int) -> int:
     return max(1, tp) * max(1, math.ceil(experts_per_layer / units_per_die))
 
 
-def cross_die_bytes_per_token(hidden: int, routed_experts: int, act_bytes: float, psum_bytes: float,
-                              reduction_order: str) -> float:
-    """Bytes one token moves across a die boundary of its layer group.
+@dataclass(frozen=True)
+class MergeCrossings:
+    """Die-boundary crossings per token of one layer group (summed over its dies): d-wide FP8
+    activations and d-wide BF16 partials, inside packages (UCIe D2D) and between packages (node)."""
+    d2d_act: float
+    d2d_psum: float
+    node_act: float
+    node_psum: float
 
-    ``ep_first``: same-index shards of the token's experts are merged on each die first, so one
-    d-wide partial (BF16) crosses per token, beside its activation (d FP8): 3d.
-    ``tp_first``: the TP merge comes first, per (token, expert), so one partial per routed
-    expert crosses: d + 2 k d. The ratio (1 + 2k) / 3 = 5.67 at k = 8 is the study's 5.7x
-    (GLM-5.2: 37.6 -> 213.1 GB/s); the shared expert is merged with the token at its home die."""
-    partials = 1 if reduction_order == "ep_first" else routed_experts
-    return hidden * (act_bytes + psum_bytes * partials)
-
-
-def dies_in_package_share(span: int, dies_per_package: int) -> int:
-    """Dies of a layer group that share a package (the group is packed package by package)."""
-    return max(1, min(span, dies_per_package))
+    def bytes_per_token(self, hidden: int, act_bytes: float, psum_bytes: float) -> tuple[float, float]:
+        """(D2D, node) bytes per token moved across die boundaries by the whole layer group."""
+        return (hidden * (self.d2d_act * act_bytes + self.d2d_psum * psum_bytes),
+                hidden * (self.node_act * act_bytes + self.node_psum * psum_bytes))
 
 
-def d2d_demand_gbps_per_die(tokens: float, bytes_per_token: float, span: int, dies_per_package: int,
-                            t_layer_us: float) -> float:
-    """Package D2D (UCIe) demand per die: the merge inside a package of P = min(span, dies per
-    package) dies moves (P - 1) / P of the per-token bytes per die (12.7 GB/s for the default
-    model at 16K; 0 at 32K where the layer sits on one die)."""
-    p = dies_in_package_share(span, dies_per_package)
-    return tokens * bytes_per_token * (p - 1) / p / (t_layer_us * NS_PER_US)
+def merge_crossings(tp: int, expert_groups: int, dies_per_package: int, routed_experts: int,
+                    reduction_order: str) -> MergeCrossings:
+    """Crossings per token of a layer group of ``expert_groups`` x ``tp`` dies (die j of a TP group
+    holds shard j of the group's experts), packed package by package, P = min(span, dies per
+    package) dies per package. A token's k routed experts fall, on average, k / expert_groups in
+    each expert group (the crossing counts are linear in it, so the mean is exact in expectation),
+    and every expert group is assumed to hold at least one of them (probability
+    1 - (1 - 1 / G_e)^k: 0.999 for the 397B's k = 10 over 2 groups; with k < G_e the counts are upper
+    bounds).
+
+    Inside a package, the activation reaches its P dies (P - 1 crossings) and:
+
+    * ``ep_first``: each die first sums its shards of the token's experts, so one partial per die
+      crosses to the package's merge die: P - 1;
+    * ``tp_first``: each (token, expert) first merges its TP shards: t - 1 crossings per expert
+      held in the package (t = min(TP, P) shards of it there), then the g = P / t expert groups
+      of the package send one merged sum each to the merge die: m (t - 1) g + (g - 1).
+
+    The penalty is therefore (1 + 2 k / G_e) / 3 per crossing, not (1 + 2k) / 3: GLM-5.2 (TP = 16,
+    one expert group) keeps 17 / 3 = 5.67 (published 5.7); Qwen3.5-397B (TP = 4 = one package,
+    two expert groups, k = 10) gets 11 / 3 = 3.67, where charging all k experts to every TP
+    merge (the former rule) gave 7.0 although only the 5 experts held by a package merge there.
+    Between packages (node links) every package but the home one receives the activation and
+    returns its merged sum, except that a TP group spread over q = TP / P packages merges each of
+    its experts across them under ``tp_first``: k (q - 1) + (G_e - 1) partials."""
+    tp, groups, k = max(1, tp), max(1, expert_groups), routed_experts
+    span = tp * groups
+    p = max(1, min(span, dies_per_package))
+    n_pkg = span / p
+    m = k / groups                                     # the token's experts in one expert group
+    if reduction_order == "ep_first":
+        return MergeCrossings(n_pkg * (p - 1), n_pkg * (p - 1), n_pkg - 1, n_pkg - 1)
+    t = min(tp, p)                                     # shards of one expert inside a package
+    g = p / t                                          # expert groups inside a package
+    d2d_psum = n_pkg * (m * (t - 1) * g + (g - 1))
+    q = tp / t                                         # packages one TP group spans
+    node_psum = k * (q - 1) + (groups - 1) if q > 1 else n_pkg - 1
+    return MergeCrossings(n_pkg * (p - 1), d2d_psum, n_pkg - 1, node_psum)
 
 
-def cross_die_demand_gbps_per_die(tokens: float, bytes_per_token: float, span: int, t_layer_us: float) -> float:
-    """All off-die merge traffic per die, D2D and node links together: (span - 1) / span of the
-    per-token bytes (GLM-5.2, TP = 16, B = 128: 47.6 GB/s; the study's 47.0)."""
-    return tokens * bytes_per_token * (span - 1) / span / (t_layer_us * NS_PER_US)
+def crossing_gbps_per_die(tokens: float, bytes_per_token: float, span: int, t_layer_us: float) -> float:
+    """A layer group's cross-die bytes per token spread over its ``span`` dies, per layer time."""
+    return tokens * bytes_per_token / max(1, span) / (t_layer_us * NS_PER_US)

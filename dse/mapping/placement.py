@@ -15,6 +15,16 @@ layer's experts occupy decides how many idle tiles can help:
   side 4). This fits the study's side-4 ablation (0.510 at 2.21 rounds implies N G ~ 310) and
   gives small cores spare helpers, which is why it flattens the core-pooling sweep.
 
+Tensor-parallel experts (TP > 1, e.g. Qwen3.5-397B at 32K: TP = 4). Die j of a TP group holds
+shard j of every expert of the group, so a layer is TP identical *shard planes*: every shard of
+expert e sees the same tokens, its jobs occupy one PE tile on each of the TP dies for the same
+round time (each unit streams its D_used columns), and every plane runs the same schedule. The
+domain is therefore one plane (``n_experts`` units of a layer, its dies' other units helping);
+jobs J and tiles P are both counted per plane, so J / (rounds P) is the occupancy of all TP x P
+tiles. The 397B plane (512 experts on 2 dies, 640 tiles) has the 35B's ratio of jobs to tiles at
+its native batch (692 / 640 against 348 / 320), so at two rounds both are capped at
+J / (2 P) ~ 0.54; what separates the two models is their routing skew, not TP.
+
 A core is ``core_side``^2 units (edge cores of a die that ``core_side`` does not tile are smaller
 when ``core_remainder = 'partial'``, absent when 'idle'). Its ``pe_groups_per_core`` groups split
 its units evenly (unit i of a full core belongs to group floor(i G / side^2)); a group's PE tiles

@@ -36,14 +36,30 @@ implements the same rules job by job):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 import numpy as np
 
+from dse.mapping.fetch import Prefetch
 from dse.mapping.placement import Domain
 
 # Keep per-(step, layer, core) stream counts when at most this many (else the histogram only).
 KEEP_STREAMS_MAX = 4_000_000
+FLOAT32_EXACT = 1 << 24          # integers below this are exact in float32 (BLAS sums of job counts)
+INT16_LOADS = 32_000             # loads below this fit the int16 unit layout (int16 max 32767)
+
+
+class ChunkResult(NamedTuple):
+    """The schedule of one chunk of consecutive steps ([s, L] arrays unless noted)."""
+    tokens: np.ndarray              # token-expert pairs T
+    jobs: np.ndarray                # jobs J
+    union: np.ndarray               # active experts U
+    rounds: np.ndarray              # critical-path rounds (FIFO; load-aware fetch replaces them)
+    readouts_pooled: np.ndarray
+    streams_hist: np.ndarray        # count of busy-core samples with s concurrent multicast streams
+    streams: np.ndarray             # [s, L, N] streams per core
+    overflow: float                 # jobs run outside their owner group
+    per_resource_jobs: np.ndarray   # [s, L, X] jobs per scheduling resource (cores or groups)
 
 
 @dataclass
@@ -152,64 +168,6 @@ def _count_last(b: np.ndarray) -> np.ndarray:
     return ((acc * _BYTES) >> np.uint64(56)).astype(np.int32).reshape(b.shape[:-1])
 
 
-class _Prefetch:
-    """Load-aware fetch: the bounded prefetch recurrence over steps, streamed chunk by chunk
-    (vectorised over layers and resources x; at most Q + BATCH steps are buffered)."""
-
-    BATCH = 256
-
-    def __init__(self, depth: int, pes: np.ndarray):
-        self.Q = depth
-        self.cols = np.flatnonzero(pes > 0)             # resources with PE tiles (drop layout padding)
-        self.pes = pes[self.cols].astype(np.int32)
-        self.unit = bool((self.pes == 1).all())         # one tile each: ceil(p / 1) = p
-        self.buf: np.ndarray | None = None
-        self.credit: np.ndarray | None = None
-        self.out: list[np.ndarray] = []
-
-    def push(self, jx: np.ndarray) -> None:
-        jx = jx[:, :, self.cols].astype(np.int32)
-        self.buf = jx if self.buf is None else np.concatenate([self.buf, jx], axis=0)
-        if self.buf.shape[0] >= 4 * self.Q + self.BATCH:  # process in batches; the rest waits for finish()
-            self._run(final=False)
-
-    def finish(self) -> np.ndarray:
-        self._run(final=True)
-        return np.concatenate(self.out, axis=0).astype(np.float64)
-
-    def _run(self, final: bool) -> None:
-        buf = self.buf
-        n = buf.shape[0]
-        upto = n if final else n - self.Q               # steps whose look-ahead is complete
-        if upto <= 0:
-            return
-        if self.credit is None:
-            self.credit = np.zeros(buf.shape[1:], dtype=np.int32)
-        cs = np.cumsum(buf[:min(n, upto + self.Q)], axis=0, dtype=np.int32)
-        credit, pes = self.credit, self.pes
-        use, pending, idle, future = (np.empty_like(credit) for _ in range(4))
-        rounds = np.empty((upto, buf.shape[1]), dtype=np.int32)
-        for i in range(upto):
-            np.minimum(credit, buf[i], out=use)
-            credit -= use
-            np.subtract(buf[i], use, out=pending)
-            if self.unit:
-                rho = pending.max(axis=1)                                   # [L]
-                np.subtract(rho[:, None], pending, out=idle)
-            else:
-                rho = (-(-pending // pes)).max(axis=1)
-                np.multiply(rho[:, None], pes, out=idle)
-                idle -= pending
-            np.subtract(cs[min(i + self.Q, len(cs) - 1)], cs[i], out=future)   # queued in the look-ahead
-            future -= credit                                                 # ... and not yet pulled
-            np.maximum(future, 0, out=future)
-            np.minimum(idle, future, out=future)
-            credit += future
-            rounds[i] = rho
-        self.out.append(rounds)
-        self.buf = buf[upto:]
-
-
 class Scheduler:
     """Schedules load chunks for one placement and domain.
 
@@ -252,73 +210,72 @@ class Scheduler:
         if loads.ndim != 3 or loads.shape[1:] != (self.L, self.E):
             raise ValueError(f"loads chunk shape {loads.shape}, expected [steps, {self.L}, {self.E}]")
         s = loads.shape[0]
-        dt = np.int16 if int(loads.max(initial=0)) < 32000 else np.int32
+        dt = np.int16 if int(loads.max(initial=0)) < INT16_LOADS else np.int32
         pad = np.zeros((s, self.L, self.E + 1), dtype=dt)
         pad[:, :, :self.E] = loads
         return np.take_along_axis(pad, self.inv[None], axis=2).reshape(s, self.L, self.N, self.F)
 
     # -- one chunk ------------------------------------------------------------------------------
-    def _chunk(self, ul: np.ndarray, memo: dict | None = None):
-        w = self.w
-        s = ul.shape[0]
-        memo = {} if memo is None else memo
+    def _memo(self, ul: np.ndarray, memo: dict) -> None:
+        """Fill ``memo`` with the design-independent parts of a chunk: tokens, union and, per tile
+        width, the jobs per unit, per (step, layer) and per core."""
+        w, s = self.w, ul.shape[0]
         if "tokens" not in memo:
             memo["tokens"] = ul.sum(axis=(2, 3), dtype=np.int64)
             memo["union"] = np.count_nonzero(ul.reshape(s, self.L, -1), axis=2)
             # BLAS sums in float32 are exact below 2^24 per (step, layer)
-            memo["ft"] = np.float32 if int(memo["tokens"].max(initial=0)) < (1 << 24) else np.float64
+            memo["ft"] = np.float32 if int(memo["tokens"].max(initial=0)) < FLOAT32_EXACT else np.float64
         ft = memo["ft"]
-        if ("jobs", w) not in memo:                                         # design-independent parts
+        if ("jobs", w) not in memo:
             jobs = ul if w == 1 else (ul + (w - 1)) // w
             memo[("jobs", w)] = jobs
             memo[("jsum", w)] = jobs.sum(axis=(2, 3), dtype=np.int64)
             memo[("jc", w)] = np.rint(jobs.astype(ft) @ np.ones(self.F, ft)).astype(np.int64)
             memo[("jmax", w)] = jobs.max(axis=(2, 3))
             memo[("jf", w)] = jobs.astype(ft).reshape(s, self.L, -1)
-        jobs, jsum = memo[("jobs", w)], memo[("jsum", w)]
-        tokens, union = memo["tokens"], memo["union"]
-        jw = jobs
-        jc = memo[("jc", w)]                                                # [s, L, N] jobs per core
+
+    def _chunk(self, ul: np.ndarray, memo: dict | None = None) -> "ChunkResult":
+        memo = {} if memo is None else memo
+        self._memo(ul, memo)
+        w, s, ft = self.w, ul.shape[0], memo["ft"]
+        jw, jc = memo[("jobs", w)], memo[("jc", w)]                        # jobs per unit, per core [s, L, N]
         rc = _ceil_div(jc, self.core_units).astype(jw.dtype)                # broadcast rounds per core
-        rcx = rc[..., None]
-        og = None
         if self.pooling == "direct":
             if self.simple:
-                rho = memo[("jmax", w)]
-                per_x = jw.reshape(s, self.L, -1)                            # one-unit groups
+                rho, per_x = memo[("jmax", w)], jw.reshape(s, self.L, -1)   # one-unit groups
             else:
                 og, _ = self._groups(jw, memo)
                 rho = _ceil_div(og, np.maximum(self.group_pes, 1)).max(axis=(2, 3))
                 per_x = og.reshape(s, self.L, -1)
         else:
-            rho = rc.max(axis=2)
-            per_x = jc
+            rho, per_x = rc.max(axis=2), jc
         # one read-out per round an expert runs in: sum_u min(j_u, R_c) (float32 sums are exact here)
         rcu = np.repeat(rc.astype(ft), self.F, axis=2)
         ro_pooled = np.rint(np.minimum(memo[("jf", w)], rcu) @ np.ones(rcu.shape[2], ft)).astype(np.int64)
         if self.pooling == "broadcast":
-            if self.simple:
-                streams = _count_last(jw > rcx)
-                overflow = float(jc.sum(dtype=np.int64) - ro_pooled.sum())   # sum_u max(0, j_u - R_c)
-            else:
-                og, gmax = self._groups(jw, memo)
-                xg = np.maximum(og - rcx.astype(np.int32) * self.group_pes, 0)   # [s, L, N, Gc]
-                sg = (xg > 0).astype(np.int32)             # the hottest expert alone covers X_g ...
-                need = np.nonzero(xg > gmax)               # ... except in these (rare) groups
-                if need[0].size:
-                    pad = np.concatenate([jw, np.zeros(jw.shape[:3] + (1,), dtype=jw.dtype)], axis=3)
-                    rows = pad[need[0][:, None], need[1][:, None], need[2][:, None], self.group_members[need[3]]]
-                    mem = -np.sort(-rows, axis=1)                           # hottest first
-                    excl = np.cumsum(mem, axis=1) - mem
-                    sg[need] = ((excl < xg[need][:, None]) & (mem > 0)).sum(axis=1)
-                streams = sg.sum(axis=3, dtype=np.int32)
-                overflow = float(xg.sum())
+            streams, overflow = self._streams(jw, jc, rc, ro_pooled, memo)
         else:
-            streams = np.zeros(jc.shape, dtype=np.int32)
-            overflow = 0.0
-        hist = np.bincount(streams[jc > 0].ravel(), minlength=1)
-        return tokens, jsum, union, rho.astype(np.float64), ro_pooled.astype(np.float64), hist, streams, \
-            overflow, per_x
+            streams, overflow = np.zeros(jc.shape, dtype=np.int32), 0.0
+        return ChunkResult(memo["tokens"], memo[("jsum", w)], memo["union"], rho.astype(np.float64),
+                           ro_pooled.astype(np.float64), np.bincount(streams[jc > 0].ravel(), minlength=1),
+                           streams, overflow, per_x)
+
+    def _streams(self, jw, jc, rc, ro_pooled, memo) -> tuple[np.ndarray, float]:
+        """(concurrent multicast streams per core [s, L, N], overflow jobs) of the broadcast stage."""
+        rcx = rc[..., None]
+        if self.simple:
+            return _count_last(jw > rcx), float(jc.sum(dtype=np.int64) - ro_pooled.sum())  # sum max(0, j - R_c)
+        og, gmax = self._groups(jw, memo)
+        xg = np.maximum(og - rcx.astype(np.int32) * self.group_pes, 0)     # [s, L, N, Gc]
+        sg = (xg > 0).astype(np.int32)             # the hottest expert alone covers X_g ...
+        need = np.nonzero(xg > gmax)               # ... except in these (rare) groups
+        if need[0].size:
+            pad = np.concatenate([jw, np.zeros(jw.shape[:3] + (1,), dtype=jw.dtype)], axis=3)
+            rows = pad[need[0][:, None], need[1][:, None], need[2][:, None], self.group_members[need[3]]]
+            mem = -np.sort(-rows, axis=1)                                   # hottest first
+            excl = np.cumsum(mem, axis=1) - mem
+            sg[need] = ((excl < xg[need][:, None]) & (mem > 0)).sum(axis=1)
+        return sg.sum(axis=3, dtype=np.int32), float(xg.sum())
 
     def _groups(self, jw: np.ndarray, memo: dict) -> tuple[np.ndarray, np.ndarray]:
         """(jobs, hottest expert's jobs) of every group [s, L, N, Gc], memoised per tile width."""
@@ -356,20 +313,21 @@ class Scheduler:
         keep: list[np.ndarray] | None = []
         kept = 0
         overflow = 0.0
-        pf = _Prefetch(self.depth, self._x_pes()) if self.depth else None
+        pf = Prefetch(self.depth, self._x_pes()) if self.depth else None
         for ul in unit_chunks:
-            t, j, u, r, rp, h, st, ov, jx = self._chunk(ul, memo)
+            c = self._chunk(ul, memo)
             if pf is not None:
-                pf.push(jx)
-            parts.append((t, j, u, r, rp))
+                pf.push(c.per_resource_jobs)
+            parts.append((c.tokens, c.jobs, c.union, c.rounds, c.readouts_pooled))
+            h = c.streams_hist
             if h.size > hist.size:
                 hist = np.pad(hist, (0, h.size - hist.size))
             hist[:h.size] += h
-            overflow += ov
+            overflow += c.overflow
             if keep is not None:
-                kept += st.size
+                kept += c.streams.size
                 if kept <= KEEP_STREAMS_MAX:
-                    keep.append(st.astype(np.int16))
+                    keep.append(c.streams.astype(np.int16))
                 else:
                     keep = None
         if not parts:

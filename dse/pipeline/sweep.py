@@ -11,9 +11,12 @@ tables and find their knees from the metrics (nothing hard-coded):
   ties broken by the fewest total dies (32K: it keeps the 16K-versus-32K exchange -- layer time
   halves at 16K but D2D opens, the default model needs 49 dies instead of 25 and GLM-5.2 cannot
   map -- and beats 24K, same layer time, more dies, and 64K, longer layers).
-* ``side`` -- core side 2 / 4 / 6 / 8 on the default model with trace-driven scheduling; the knee
-  maximises effective MFU (actual MFU / round stretch) and, separately, minimises network mm2
-  per delivered occupancy.
+* ``side`` -- core side 2 / 4 / 6 / 8 with trace-driven scheduling at each model's native batch, in
+  the layout of the study's Table X: ideal MFU, occupancy with broadcast pooling and with direct
+  scheduling (each side is evaluated a second time with ``pooling = direct``), actual MFU, round
+  stretch, effective MFU. Default model: the default catalog model; ``--model`` takes any (the
+  three reference models: ``REFERENCE_MODELS``). The knee maximises effective MFU (actual MFU /
+  round stretch) and, separately, minimises network mm2 per delivered occupancy.
 """
 from __future__ import annotations
 
@@ -53,10 +56,11 @@ PRESETS: dict[str, Preset] = {
         "array depth vs layer time, TP, dies and D2D on the reference catalog models at B = 128"),
     "side": Preset(
         "side", "core_side", ("2", "4", "6", "8"), ("qwen3.5-35b-a3b",),
-        ("cores_per_die", "occupancy", "actual_mfu", "multicast_streams_p99", "core_mesh_load", "round_stretch",
-         "effective_mfu", "network_area_mm2", "mm2_per_occupancy", "die_power_w"),
+        ("batch", "ideal_mfu", "occupancy", "occupancy_direct", "actual_mfu", "round_stretch", "effective_mfu",
+         "multicast_streams_p99", "network_area_mm2", "mm2_per_occupancy"),
         {"trace": "synthetic"},
-        "core side vs occupancy, round stretch, effective MFU and network area (trace-driven)"),
+        "core side vs the MFU cascade (Table X: broadcast and direct occupancy), round stretch, effective MFU "
+        "and network area (trace-driven, native batch)"),
 }
 
 
@@ -88,6 +92,19 @@ def sweep(param: str, values: list[str], models: Iterable[str], base: dict[str, 
             row.update({k: v for k, v in r.metrics.items() if k not in row})   # the swept knob wins
             rows.append(row)
     return rows
+
+
+# Metrics of the direct-scheduling companion run of the ``side`` preset, renamed with this suffix.
+DIRECT_COMPANION = ("occupancy", "actual_mfu", "rounds")
+
+
+def with_direct(rows: list[dict[str, Any]], direct_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Table X rows: every broadcast row gains ``occupancy_direct`` (and ``actual_mfu_direct``,
+    ``rounds_direct``) from the same design evaluated with ``pooling = direct``."""
+    out = []
+    for r, d in zip(rows, direct_rows, strict=True):
+        out.append({**r, **{f"{k}_direct": d.get(k) for k in DIRECT_COMPANION}})
+    return out
 
 
 def depth_knee(rows: list[dict[str, Any]], param: str = "array_depth") -> dict[str, Any]:

@@ -24,6 +24,13 @@ Accepted inputs (several files are concatenated in the order given):
    grouped by it (every step must then hold the same number of tokens, the batch); otherwise tokens
    are ordered by ``token`` and cut into consecutive decode steps of the batch.
 
+**Sequences and batches.** Every input file is one sequence (request), unless its JSON-lines
+records name one (``seq`` | ``sequence`` | ``request`` | ``request_id``). A decode batch is B
+*different* requests: when the dumps hold at least B sequences, step s gives each of the B slots
+the next token of the sequence it serves, and a slot whose sequence ends takes the next unused
+sequence (continuous batching); the trace ends when a slot finds none left. With fewer
+sequences than B, consecutive tokens are cut into steps of B (one request's tokens are then
+read as a batch, which they are not: :func:`warnings` says so, as ``dse trace convert`` prints).
 The batch defaults to the model's native batch, or to all the tokens (one step) when there are
 fewer; a trailing partial step is dropped. The model is ``--model`` or, when omitted, the one
 catalog model whose (layers, experts, top-k) match the dump's ``meta``. Every problem is one
@@ -32,6 +39,8 @@ catalog model whose (layers, experts, top-k) match the dump's ``meta``. Every pr
 from __future__ import annotations
 
 import json
+from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -43,6 +52,7 @@ from dse.workload.trace import Trace, TraceMeta, check_ids, check_model, id_dtyp
 TOKEN_KEYS = ("token", "token_pos", "position", "pos")
 LAYER_KEYS = ("layer", "layer_idx", "layer_id")
 EXPERT_KEYS = ("experts", "expert_ids", "topk_ids", "ids")
+SEQ_KEYS = ("seq", "sequence", "request", "request_id")
 PHASES = ("decode", "prefill", "all")
 
 
@@ -66,11 +76,14 @@ class _Tokens:
 
     def __init__(self) -> None:
         self.records: list[tuple[Any, Any, dict[int, list[int]]]] = []   # (step, order key, layer -> ids)
+        self.seqs: list[Any] = []                                        # sequence of every record
         self.meta: dict[str, Any] = {}
         self.dropped = 0
+        self.file = 0                                                    # index of the file being read
 
-    def add(self, step, order, layers: dict[int, list[int]]) -> None:
+    def add(self, step, order, layers: dict[int, list[int]], seq: Any = None) -> None:
         self.records.append((step, order, layers))
+        self.seqs.append((self.file, seq))
 
 
 def _read_json(path: Path) -> Any:
@@ -138,7 +151,10 @@ def _read_lines(lines: Iterable[tuple[int, Any]], path: Path, acc: _Tokens, phas
         step = rec.get("step")
         if step is not None and (not isinstance(step, int) or isinstance(step, bool)):
             raise TraceError(f"{where}: step {str(step)[:40]}: must be an integer")
-        key = (step, tok)
+        seq = _get(rec, SEQ_KEYS)
+        if seq is not None and not isinstance(seq, (int, str)):
+            raise TraceError(f"{where}: sequence id {str(seq)[:40]}: must be an integer or a string")
+        key = (step, tok, seq)
         slot = per_token.setdefault(key, {"line": lineno, "layers": {}})
         if isinstance(rec.get("layers"), dict):
             for k, v in rec["layers"].items():
@@ -150,8 +166,8 @@ def _read_lines(lines: Iterable[tuple[int, Any]], path: Path, acc: _Tokens, phas
         if layer in slot["layers"]:
             raise TraceError(f"{where}: token {tok} layer {layer} appears twice")
         slot["layers"][layer] = _ids(_get(rec, EXPERT_KEYS), f"{where}: experts")
-    for (step, tok), v in per_token.items():
-        acc.add(step, (step if step is not None else 0, tok), v["layers"])
+    for (step, tok, seq), v in per_token.items():
+        acc.add(step, (step if step is not None else 0, tok), v["layers"], seq)
 
 
 def _read_file(path: Path, acc: _Tokens, phase: str) -> None:
@@ -201,27 +217,73 @@ def _infer_model(meta: dict, layers: int, k: int, path: str) -> str:
     raise TraceError(f"{path}: several catalog models have {shape} ({', '.join(cands)}); pass --model NAME")
 
 
+@dataclass(frozen=True)
+class Converted:
+    """A converted trace and how its steps were built (for :func:`warnings`)."""
+    trace: Trace
+    sequences: int                 # independent requests in the dumps
+    interleaved: bool              # the B slots of a step are different requests
+    explicit_steps: bool           # steps given by the records' ``step`` field
+
+
 def convert(paths: list[str | Path], model: str | None = None, batch: int | None = None,
             phase: str = "decode") -> Trace:
     """Read router dumps and build a validated trace [steps, layers, B, k]."""
+    return convert_report(paths, model, batch, phase).trace
+
+
+def convert_report(paths: list[str | Path], model: str | None = None, batch: int | None = None,
+                   phase: str = "decode") -> Converted:
+    """:func:`convert` with the sequence count and the way the steps were built."""
     from dse.workload.catalog import get_model
     if phase not in PHASES:
         raise TraceError(f"phase {phase!r}: allowed {', '.join(PHASES)}")
     paths = [Path(p) for p in paths]
     name = ", ".join(map(str, paths))
     acc = _Tokens()
-    for p in paths:
+    for i, p in enumerate(paths):
+        acc.file = i
         _read_file(p, acc, phase)
     if not acc.records:
         extra = f" ({acc.dropped} records of other phases; try --phase all)" if acc.dropped else ""
         raise TraceError(f"{name}: no {phase} tokens{extra}")
-    # layer numbers as found (e.g. absolute indices of the MoE layers) -> 0..L-1 in sorted order
+    L, k = _check_shape(acc, name)
+    m = get_model(model or _infer_model(acc.meta, L, k, name))
+    if acc.meta.get("num_experts") not in (None, m.experts):
+        raise TraceError(f"{name}: dump routes over {acc.meta['num_experts']} experts, but model {m.name} has "
+                         f"{m.experts} (wrong model?)")
+    n_seq = len(set(acc.seqs))
+    explicit = all(r[0] is not None for r in acc.records)
+    if explicit:
+        ordered, B, steps, src_b = _explicit_steps(acc.records, batch, name)
+    else:
+        n = len(acc.records)
+        B = batch or (m.native_batch if n >= m.native_batch else n)
+        if n_seq >= B >= 2:
+            ordered, steps, src_b = _interleave(acc, B)
+        else:
+            ordered, steps, src_b = _consecutive(acc.records, B, name, phase)
+    arr = np.empty((steps * B, L, k), dtype=np.int64)
+    for t, (_, _, layers) in enumerate(ordered):
+        for l, ids in layers.items():
+            arr[t, l] = ids
+    ids = arr.reshape(steps, B, L, k).transpose(0, 2, 1, 3)
+    check_ids(ids, m.experts, name)
+    src = f"converted from {name} ({phase} tokens of {n_seq} sequence{'s' * (n_seq != 1)}; {src_b})"
+    meta = TraceMeta(m.name, B, steps, L, k, m.experts, src, name)
+    check_model(meta, m.name)
+    tr = Trace(meta, np.ascontiguousarray(ids.astype(id_dtype(m.experts))))
+    return Converted(tr, n_seq, not explicit and n_seq >= B >= 2, explicit)
+
+
+def _check_shape(acc: _Tokens, name: str) -> tuple[int, int]:
+    """Renumber layers 0..L-1 (sorted; e.g. absolute indices of the MoE layers) and check that every
+    token has every layer with k ids; (L, k)."""
     lm = {l: i for i, l in enumerate(sorted({l for r in acc.records for l in r[2]}))}
     acc.records = [(st, od, {lm[l]: ids for l, ids in layers.items()}) for st, od, layers in acc.records]
-    # shape: every token has the same layers 0..L-1 and k ids per layer
     L = len(lm)
     k = len(next(iter(acc.records[0][2].values())))
-    for i, (step, order, layers) in enumerate(acc.records):
+    for step, order, layers in acc.records:
         if len(layers) != L:
             missing = sorted(set(range(L)) - set(layers))
             inv = {i: l for l, i in lm.items()}
@@ -231,43 +293,73 @@ def convert(paths: list[str | Path], model: str | None = None, batch: int | None
             if len(ids) != k:
                 raise TraceError(f"{name}: token {order[1]} layer {l}: {len(ids)} expert ids, expected top-{k} "
                                  f"(as the first token)")
-    mname = model or _infer_model(acc.meta, L, k, name)
-    m = get_model(mname)
-    if acc.meta.get("num_experts") not in (None, m.experts):
-        raise TraceError(f"{name}: dump routes over {acc.meta['num_experts']} experts, but model {m.name} has "
-                         f"{m.experts} (wrong model?)")
-    # order tokens and cut into steps
-    explicit = all(r[0] is not None for r in acc.records)
-    recs = sorted(acc.records, key=lambda r: r[1]) if not explicit else acc.records
-    if explicit:
-        by_step: dict[Any, list] = {}
-        for r in sorted(recs, key=lambda r: r[1]):
-            by_step.setdefault(r[0], []).append(r)
-        sizes = {len(v) for v in by_step.values()}
-        if len(sizes) != 1:
-            raise TraceError(f"{name}: steps hold different token counts ({sorted(sizes)[:4]}); every decode step "
-                             f"must hold the batch's tokens")
-        B = sizes.pop()
-        if batch is not None and batch != B:
-            raise TraceError(f"{name}: records carry steps of {B} tokens; --batch {batch} contradicts them")
-        ordered = [r for s in sorted(by_step, key=lambda x: (str(type(x)), x)) for r in by_step[s]]
-        steps = len(by_step)
-        src_b = f"steps from records, B={B}"
-    else:
-        n = len(recs)
-        B = batch or (m.native_batch if n >= m.native_batch else n)
-        if B > n:
-            raise TraceError(f"{name}: only {n} {phase} tokens, fewer than batch {B} (pass --batch <= {n})")
-        steps = n // B
-        ordered = recs[:steps * B]
-        src_b = f"{n} tokens cut into {steps} steps of B={B}" + (f", {n - steps * B} dropped" if n % B else "")
-    arr = np.empty((steps * B, L, k), dtype=np.int64)
-    for t, (_, _, layers) in enumerate(ordered):
-        for l, ids in layers.items():
-            arr[t, l] = ids
-    ids = arr.reshape(steps, B, L, k).transpose(0, 2, 1, 3)
-    check_ids(ids, m.experts, name)
-    src = f"converted from {name} ({phase} tokens; {src_b})"
-    meta = TraceMeta(m.name, B, steps, L, k, m.experts, src, name)
-    check_model(meta, m.name)
-    return Trace(meta, np.ascontiguousarray(ids.astype(id_dtype(m.experts))))
+    return L, k
+
+
+def _explicit_steps(records: list, batch: int | None, name: str) -> tuple[list, int, int, str]:
+    by_step: dict[Any, list] = {}
+    for r in sorted(records, key=lambda r: r[1]):
+        by_step.setdefault(r[0], []).append(r)
+    sizes = {len(v) for v in by_step.values()}
+    if len(sizes) != 1:
+        raise TraceError(f"{name}: steps hold different token counts ({sorted(sizes)[:4]}); every decode step "
+                         f"must hold the batch's tokens")
+    B = sizes.pop()
+    if batch is not None and batch != B:
+        raise TraceError(f"{name}: records carry steps of {B} tokens; --batch {batch} contradicts them")
+    ordered = [r for s in sorted(by_step, key=lambda x: (str(type(x)), x)) for r in by_step[s]]
+    return ordered, B, len(by_step), f"steps from records, B={B}"
+
+
+def _consecutive(records: list, B: int, name: str, phase: str) -> tuple[list, int, str]:
+    """Consecutive tokens (in order) cut into steps of B."""
+    recs = sorted(records, key=lambda r: r[1])
+    n = len(recs)
+    if B > n:
+        raise TraceError(f"{name}: only {n} {phase} tokens, fewer than batch {B} (pass --batch <= {n})")
+    steps = n // B
+    src = f"{n} consecutive tokens cut into {steps} steps of B={B}" + (f", {n - steps * B} dropped" if n % B else "")
+    return recs[:steps * B], steps, src
+
+
+def _interleave(acc: _Tokens, B: int) -> tuple[list, int, str]:
+    """Continuous batching: B slots, each serving one sequence token by token; a slot whose sequence
+    ends takes the next unused one; stop when a slot finds none (that partial step is dropped)."""
+    seqs: dict[Any, list] = {}
+    for rec, seq in zip(acc.records, acc.seqs):
+        seqs.setdefault(seq, []).append(rec)
+    queue = deque(sorted(rs, key=lambda r: r[1]) for rs in seqs.values())   # requests in the order given
+    slots = [[queue.popleft(), 0] for _ in range(B)]
+    ordered: list = []
+    while True:
+        step = []
+        for slot in slots:
+            while slot[1] >= len(slot[0]):
+                if not queue:
+                    n = len(acc.records)
+                    steps = len(ordered) // B
+                    return ordered, steps, (f"{len(seqs)} sequences interleaved over B={B} slots, {steps} steps, "
+                                            f"{n - steps * B} of {n} tokens unused")
+                slot[0], slot[1] = queue.popleft(), 0
+            step.append(slot[0][slot[1]])
+            slot[1] += 1
+        ordered.extend(step)
+
+
+def warnings(conv: Converted, profile_steps: int, trace_steps: int) -> list[str]:
+    """What a converted trace cannot stand for: one request read as a batch, too few steps for the
+    profiling plus measured windows (``profile_steps`` + ``trace_steps``, the design defaults)."""
+    m = conv.trace.meta
+    out = []
+    if not conv.interleaved and not conv.explicit_steps and m.batch > 1:
+        who = "one sequence" if conv.sequences == 1 else f"{conv.sequences} sequences (fewer than B={m.batch})"
+        out.append(f"the dump holds {who}: each step is {m.batch} consecutive tokens of the same request(s), not "
+                   f"a batch of independent requests (hot-set persistence and placement are then optimistic); "
+                   f"give at least B single-request dumps to interleave them into real batches")
+    need = profile_steps + trace_steps
+    if m.steps < need:
+        prof = min(profile_steps, m.steps // 2)
+        out.append(f"{m.steps} step{'s' * (m.steps != 1)} < profiling {profile_steps} + measured {trace_steps}: an "
+                   f"evaluation profiles placement on {prof} step{'s' * (prof != 1)} and measures "
+                   f"{m.steps - prof}" + (" (placement then sees the measured steps)" if prof == 0 else ""))
+    return out

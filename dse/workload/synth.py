@@ -6,6 +6,14 @@ is near uniform):
 * popularity: a static per-layer log-popularity, ``skew`` x N(0, 1) per expert (log-normal expert
   popularity), or the log of a measured profile's heat (``profile``), corrected so that top-k
   sampling reproduces the measured selection frequencies;
+* layer heterogeneity: the skew of layer l is ``skew`` x exp(s z_l - s^2 / 2), z_l ~ N(0, 1),
+  s = ``layer_skew_spread`` (mean multiplier 1). Routers of one model are not equally skewed
+  (measured profiles: per-layer Gini from about 0.2 to 0.7, see ``dse/data/profiles``): a few layers
+  carry a dominant expert while most are mild. One shared skew cannot reproduce a model whose
+  global peak hottest/mean is far above its per-step mean (Qwen3.5-397B: 47.3 vs 12.5, a layer
+  where ~190 of 205 tokens pick one expert) together with its aggregate Gini: fitting the mean
+  with one skew over-concentrates every layer (Gini 0.60 for a 0.534 target) and still misses
+  the peak by half;
 * persistence: a drifting log-popularity, an AR(1) process per expert with stationary std
   ``drift`` and step-to-step correlation ``drift_corr`` (a slowly moving hot set);
 * coactivation: each of the B batch slots is one request with a topic (``topics`` topics; a
@@ -24,17 +32,14 @@ same trace, bit for bit.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import math
-import os
 import zlib
-from pathlib import Path
 from statistics import NormalDist
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Iterator
 
 import numpy as np
+import tomli_w
 
 from dse.data import load_toml
 from dse.errors import ConfigError
@@ -43,11 +48,25 @@ from dse.workload.trace import Trace, TraceMeta, id_dtype
 SYNTH_FILE = ("profiles", "synth.toml")
 DEFAULT_CALIBRATION = "qwen3.5-35b-a3b"
 
+# Numerical settings of the generator and its calibration (algorithm choices, not physics).
+GUMBEL_U_FLOOR = 1e-12          # uniform draws clipped here so -log(-log u) stays finite
+FIT_ITERS = 4                   # fixed-point iterations fitting a profile's selection frequencies
+FIT_TOKENS = 512                # sampled tokens per fit iteration
+FIT_FREQ_FLOOR = 0.25           # frequencies floored at a quarter of one sampled token (log of 0)
+FIT_DAMPING = 0.8               # step of the log-frequency correction (under-relaxed for stability)
+DRIFT_CORR_MAX = 0.99           # calibration keeps the AR(1) drift stationary
+CALIBRATION_STEP = {            # relative step of the coordinate search per parameter (round 0)
+    "skew": 0.25, "tail_cap": 0.25, "layer_skew_spread": 0.5, "drift": 0.4, "topic_boost": 0.3,
+    "drift_corr": 0.05, "turnover": 0.5, "topic_experts": 0.4, "topics": 0.5}
+INTEGER_PARAMS = ("topics", "topic_experts")
+SIG_DIGITS = 6                  # significant digits of the calibration table's values
+
 
 @dataclass(frozen=True)
 class SynthParams:
     skew: float = 1.4            # scale of the static per-layer log-popularity (normal scores)
     tail_cap: float = 2.0        # normal scores capped at this many std (a flat hot set, no lone giant)
+    layer_skew_spread: float = 0.0   # log-normal spread of the skew over layers (0: every layer alike)
     drift: float = 0.6           # stationary std of the drifting log-popularity
     drift_corr: float = 0.9      # step-to-step correlation of the drift
     topics: int = 16             # request topics
@@ -132,9 +151,23 @@ def _normal_scores(rng, L: int, E: int, cap: float) -> np.ndarray:
     return np.stack([q[rng.permutation(E)] for _ in range(L)])
 
 
+def _layer_skews(rng, L: int, spread: float) -> np.ndarray:
+    """Per-layer skew multipliers exp(s z - s^2 / 2) (log-normal, mean 1); all ones at s = 0, so a
+    zero spread leaves the random stream and the trace exactly as without it."""
+    if spread <= 0:
+        return np.ones(L)
+    z = _rng_child(rng).standard_normal(L)
+    return np.exp(spread * z - spread * spread / 2)
+
+
+def _rng_child(rng: np.random.Generator) -> np.random.Generator:
+    """An independent stream drawn from ``rng`` (one integer), for optional draws."""
+    return np.random.default_rng(int(rng.integers(2 ** 63)))
+
+
 def _gumbel_topk(logits: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     u = rng.random(logits.shape, dtype=np.float32)
-    g = logits - np.log(-np.log(np.maximum(u, np.float32(1e-12))))
+    g = logits - np.log(-np.log(np.maximum(u, np.float32(GUMBEL_U_FLOOR))))
     return np.argpartition(-g, k - 1, axis=-1)[..., :k]
 
 
@@ -148,6 +181,14 @@ class Generator:
         self.params = (params or params_for(model.name)[0]).check()
         self.profile = profile
         p, E, L, k = self.params, model.experts, model.moe_layers, model.top_k
+        # The static structure (which experts are popular, the topic sets) is drawn per seed, so the
+        # independent profiling run of a semi-static placement (another seed) shares no router with
+        # the measured run and the placement is uninformed. This is what the 35B's Table X needs at
+        # side 2 (0.305 for 0.328; a shared router gives 0.516 and moves the knee to side 2) and
+        # what costs the 397B most (side 4: 0.416; shared router: 0.540, the two-round cap J / 2P):
+        # its skew is higher, so an informed placement gains more. The catalog's statistics are
+        # all within one run and cannot separate router-static from request-driven skew; a
+        # measured profile-vs-measured-window load correlation would.
         rng = _rng(model.name, seed, f"layers/{profile}")
         C = max(1, int(p.topics))
         if profile is not None:
@@ -160,17 +201,19 @@ class Generator:
             boost = p.topic_boost * mask.astype(np.float32)
             base = self._fit_profile(prof.heat[rows], boost, rng)
         else:
-            base = (p.skew * _normal_scores(rng, L, E, p.tail_cap)).astype(np.float32)
+            base = (p.skew * _layer_skews(rng, L, p.layer_skew_spread)[:, None]
+                    * _normal_scores(rng, L, E, p.tail_cap)).astype(np.float32)
             mask = _topic_sets_random(rng, C, L, E, int(p.topic_experts))
             boost = p.topic_boost * mask.astype(np.float32)
         self.base = base.astype(np.float32)
         self.boost = np.ascontiguousarray(boost.transpose(1, 0, 2), dtype=np.float32)   # [L, C, E]
 
-    def _fit_profile(self, heat: np.ndarray, boost: np.ndarray, rng, iters: int = 4, n: int = 512) -> np.ndarray:
+    def _fit_profile(self, heat: np.ndarray, boost: np.ndarray, rng, iters: int = FIT_ITERS,
+                     n: int = FIT_TOKENS) -> np.ndarray:
         """Log-popularity whose top-k selection frequencies (with topics and drift) match ``heat``."""
         p, k = self.params, self.model.top_k
         L, E = heat.shape
-        target = np.maximum(heat, 0.25 / max(1.0, n))
+        target = np.maximum(heat, FIT_FREQ_FLOOR / max(1.0, n))
         logit = np.log(target).astype(np.float32)
         for _ in range(iters):
             topics = rng.integers(boost.shape[0], size=n)
@@ -179,8 +222,8 @@ class Generator:
             ids = _gumbel_topk(lg, k, rng)
             freq = np.zeros((L, E))
             np.add.at(freq, (np.arange(L)[:, None, None], ids), 1.0)
-            freq = np.maximum(freq / n, 0.25 / n)
-            logit += np.log(target / freq).astype(np.float32) * 0.8
+            freq = np.maximum(freq / n, FIT_FREQ_FLOOR / n)
+            logit += np.log(target / freq).astype(np.float32) * FIT_DAMPING
         return logit
 
     def steps(self, n_steps: int, chunk: int = 16) -> Iterator[np.ndarray]:
@@ -231,93 +274,6 @@ def default_profile(model) -> str | None:
     return profiles.for_model(model)
 
 
-# -- on-disk cache of generated traces ------------------------------------------------------------
-# Generating a trace costs seconds (64 steps of the default model: ~2 s; 1024 steps: ~30 s), and
-# every DSE worker process would repeat it. Generated ids are therefore kept as .npy files (read
-# back memory-mapped, so worker processes share the pages) under $DSE_CACHE_DIR (default
-# $XDG_CACHE_HOME/rexpert-dse or ~/.cache/rexpert-dse; DSE_CACHE_DIR=off disables it). The key
-# covers everything the ids depend on (model shape, batch, steps, seed, profile, the calibration
-# table, the package and NumPy versions), so a hit is bit-identical to a fresh generation.
-CACHE_FORMAT = 1
-
-
-def cache_dir() -> Path | None:
-    env = os.environ.get("DSE_CACHE_DIR")
-    if env is not None and env.strip().lower() in ("", "off", "0", "none"):
-        return None
-    if env:
-        return Path(env) / "traces"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "rexpert-dse" / "traces"
-
-
-def _cache_key(model, batch: int, steps: int, seed: int, prof: str | None) -> str:
-    from dse.version import __version__
-    from dse.data import path as data_path
-    h = hashlib.sha256()
-    for part in (CACHE_FORMAT, __version__, np.__version__, model.name, model.experts, model.top_k,
-                 model.moe_layers, batch, steps, seed, prof):
-        h.update(repr(part).encode() + b"\0")
-    h.update(data_path("profiles", "synth.toml").read_bytes())
-    return h.hexdigest()[:32]
-
-
-def _load_cached(file: Path, meta_file: Path, shape: tuple[int, ...]) -> Trace | None:
-    try:
-        ids = np.load(file, mmap_mode="r", allow_pickle=False)
-        meta = TraceMeta(**json.loads(meta_file.read_text()))
-    except (OSError, ValueError, TypeError, json.JSONDecodeError):
-        return None
-    if ids.shape != shape or ids.dtype.kind not in "ui":
-        return None
-    return Trace(meta, ids)
-
-
-def _store(file: Path, meta_file: Path, tr: Trace) -> None:
-    try:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            np.save(fh, np.ascontiguousarray(tr.experts), allow_pickle=False)
-        mtmp = meta_file.with_name(f".{meta_file.name}.{os.getpid()}.tmp")
-        mtmp.write_text(json.dumps(asdict(tr.meta)))
-        os.replace(mtmp, meta_file)
-        os.replace(tmp, file)            # the ids last: a visible .npy always has its metadata
-    except OSError:
-        pass                             # a read-only or full cache is only slower, never wrong
-
-
-def generate_cached(model, batch: int, steps: int, seed: int, prof: str | None) -> Trace:
-    """``generate`` through the on-disk cache (see ``cache_dir``)."""
-    d = cache_dir()
-    if d is None:
-        return generate(model, batch, steps, seed, None, prof)
-    key = _cache_key(model, batch, steps, seed, prof)
-    file, meta_file = d / f"{key}.npy", d / f"{key}.json"
-    hit = _load_cached(file, meta_file, (steps, model.moe_layers, batch, model.top_k))
-    if hit is not None:
-        return hit
-    tr = generate(model, batch, steps, seed, None, prof)
-    _store(file, meta_file, tr)
-    return tr
-
-
-@functools.lru_cache(maxsize=8)
-def cached(model_name: str, batch: int, steps: int, seed: int, profile: str | None = "auto",
-           profile_steps: int = 0) -> tuple[Trace, Trace | None]:
-    """(measured window, profiling window) of the default synthetic trace, generated once per
-    process (and once per machine, through the on-disk cache) for each (model, B, steps, seed,
-    profile, profiling steps). The profiling window is the ``profile_steps`` decode steps
-    generated right before the measured window."""
-    from dse.workload.catalog import get_model
-    model = get_model(model_name)
-    prof = default_profile(model) if profile == "auto" else profile
-    tr = generate_cached(model, batch, profile_steps + steps, seed, prof)
-    if profile_steps:
-        return tr.window(profile_steps), tr.window(0, profile_steps)
-    return tr, None
-
-
 # -- calibration ----------------------------------------------------------------------------------
 def targets(model, batch: int | None = None, catalog_only: bool = False) -> dict[str, float]:
     """Flat calibration targets from the catalog's routing table (union points as union_B); for a
@@ -358,8 +314,10 @@ def loss(ach: dict, tgt: dict) -> float:
 
 
 def calibrate(model, batch: int | None = None, steps: int = 32, seed: int = 0, rounds: int = 3,
-              start: SynthParams | None = None, log=None) -> tuple[SynthParams, dict, float]:
-    """Coordinate search of the continuous parameters minimising :func:`loss` (deterministic)."""
+              start: SynthParams | None = None, log=None,
+              names: tuple[str, ...] | None = None) -> tuple[SynthParams, dict, float]:
+    """Coordinate search of the parameters ``names`` (default: all) minimising :func:`loss`
+    (deterministic)."""
     B = batch or model.native_batch
     tgt = targets(model, catalog_only=True)
     if not tgt:
@@ -368,21 +326,14 @@ def calibrate(model, batch: int | None = None, steps: int = 32, seed: int = 0, r
     best = start or params_for(model.name)[0]
     best_ach = achieved(model, B, steps, seed, best)
     best_loss = loss(best_ach, tgt)
-    steps_rel = {"skew": 0.25, "tail_cap": 0.25, "drift": 0.4, "topic_boost": 0.3, "drift_corr": 0.05, "turnover": 0.5,
-                 "topic_experts": 0.4, "topics": 0.5}
     for rnd in range(rounds):
-        for name, rel in steps_rel.items():
-            scale = rel / (1 + rnd)
+        for name, rel in CALIBRATION_STEP.items():
+            if names is not None and name not in names:
+                continue
             for sign in (+1, -1):
-                cur = getattr(best, name)
-                if name == "drift_corr":
-                    val = min(0.99, max(0.0, cur + sign * scale))
-                elif name in ("topics", "topic_experts"):
-                    val = max(1, int(round(cur * (1 + sign * scale))))
-                    if val == cur:
-                        continue
-                else:
-                    val = max(0.0, cur * (1 + sign * scale)) if cur else scale
+                val = _step(name, getattr(best, name), sign * rel / (1 + rnd))
+                if val is None:
+                    continue
                 cand = replace(best, **{name: val})
                 a = achieved(model, B, steps, seed, cand)
                 ls = loss(a, tgt)
@@ -394,22 +345,37 @@ def calibrate(model, batch: int | None = None, steps: int = 32, seed: int = 0, r
     return best, best_ach, best_loss
 
 
-def calibration_toml(model, batch: int, steps: int, seed: int, params: SynthParams, ach: dict, ls: float) -> str:
-    """A ``synth.toml`` entry: parameters, then targets and achieved values (provenance)."""
+def _step(name: str, cur, rel: float):
+    """One coordinate-search move of parameter ``name`` by relative step ``rel`` (None: no move)."""
+    if name == "drift_corr":
+        return min(DRIFT_CORR_MAX, max(0.0, cur + rel))
+    if name in INTEGER_PARAMS:
+        val = max(1, int(round(cur * (1 + rel))))
+        return None if val == cur else val
+    if not cur:
+        return abs(rel) if rel > 0 else None
+    return max(0.0, cur * (1 + rel))
+
+
+def _sig(v):
+    return int(v) if isinstance(v, int) else float(f"{float(v):.{SIG_DIGITS}g}")
+
+
+def calibration_entry(model, batch: int, steps: int, seed: int, params: SynthParams, ach: dict,
+                      ls: float) -> dict:
+    """A ``synth.toml`` table: parameters, then targets and achieved values (provenance)."""
     tgt = targets(model, catalog_only=True)
-    lines = [f'[{_toml_key(model.name)}]',
-             f'calibrated_on = "synthetic trace B={batch}, {steps} steps, seed {seed}; targets: catalog '
-             f'[{model.name}.routing] (models.toml)"',
-             f"loss = {ls:.6f}   # mean squared relative error over the targets",
-             "params = { " + ", ".join(f"{k} = {_num(v)}" for k, v in asdict(params).items()) + " }",
-             "target = { " + ", ".join(f"{k} = {_num(v)}" for k, v in tgt.items()) + " }",
-             "achieved = { " + ", ".join(f"{k} = {_num(ach[k])}" for k in tgt if k in ach) + " }"]
-    return "\n".join(lines)
+    return {
+        "calibrated_on": f"synthetic trace B={batch}, {steps} steps, seed {seed}; targets: catalog "
+                         f"[{model.name}.routing] (models.toml)",
+        "loss": _sig(ls),
+        "params": {k: _sig(v) for k, v in asdict(params).items()},
+        "target": {k: _sig(v) for k, v in tgt.items()},
+        "achieved": {k: _sig(ach[k]) for k in tgt if k in ach},
+    }
 
 
-def _toml_key(name: str) -> str:
-    return name if name.replace("-", "").replace("_", "").isalnum() else f'"{name}"'
-
-
-def _num(v) -> str:
-    return str(int(v)) if isinstance(v, int) else f"{float(v):.6g}"
+def calibration_toml(model, batch: int, steps: int, seed: int, params: SynthParams, ach: dict, ls: float) -> str:
+    """The ``synth.toml`` entry of :func:`calibration_entry` as TOML text (loss = mean squared
+    relative error over the targets)."""
+    return tomli_w.dumps({model.name: calibration_entry(model, batch, steps, seed, params, ach, ls)})

@@ -80,6 +80,8 @@ class Workload:
     load: np.ndarray | None = field(default=None, repr=False)   # [S, L, E] (None when streamed)
     reader: TraceFile | None = None          # streamed measured window
     start: int = 0                           # first measured step in the file (streamed)
+    profile_steps_used: int = 0              # steps of the profiling window really used
+    profile_window: str = "independent run"  # 'independent run' | 'trace prefix' | 'measured window'
     _coact: np.ndarray | None = field(default=None, repr=False)
 
     def chunks(self) -> Iterator[np.ndarray]:
@@ -134,7 +136,7 @@ def workload(point, model: MoEModel) -> Workload:
 
 
 def _synthetic(point, model: MoEModel, key: tuple) -> Workload:
-    from dse.workload import synth
+    from dse.workload import synth_cache as synth
     B = point.run_batch
     tr, _ = synth.cached(model.name, B, point.trace_steps, point.trace_seed, "auto", 0)
     if point.profile_steps:
@@ -145,7 +147,8 @@ def _synthetic(point, model: MoEModel, key: tuple) -> Workload:
     else:
         prof_ids = tr.experts
     return Workload(key, tr.meta, "synthetic", _profile_of(prof_ids, model.experts), prof_ids,
-                    load=loads(tr.experts, model.experts))
+                    load=loads(tr.experts, model.experts), profile_steps_used=len(prof_ids),
+                    profile_window="independent run" if point.profile_steps else "measured window")
 
 
 def _from_file(path: Path, point, model: MoEModel, key: tuple) -> Workload:
@@ -159,13 +162,20 @@ def _from_file(path: Path, point, model: MoEModel, key: tuple) -> Workload:
             n_prof = min(point.profile_steps, m.steps // 2)
             prof_ids = tf.load(0, n_prof).experts if n_prof else tf.load(0, min(m.steps, SMALL_PROFILE_STEPS)).experts
             meas = TraceMeta(m.model, m.batch, m.steps - n_prof, m.layers, m.top_k, m.n_experts, m.source, m.path)
-            return Workload(key, meas, "trace", _profile_of(prof_ids, m.n_experts), prof_ids, reader=tf, start=n_prof)
+            return Workload(key, meas, "trace", _profile_of(prof_ids, m.n_experts), prof_ids, reader=tf, start=n_prof,
+                            profile_steps_used=len(prof_ids), profile_window=_window_name(n_prof))
     tr = load_cached(path, model=model.name, batch=B)
     n_prof = min(point.profile_steps, tr.meta.steps // 2)
     meas = tr.window(n_prof) if n_prof else tr
     prof_ids = tr.experts[:n_prof] if n_prof else tr.experts
     return Workload(key, meas.meta, "trace", _profile_of(prof_ids, model.experts), prof_ids,
-                    load=loads(meas.experts, model.experts))
+                    load=loads(meas.experts, model.experts), profile_steps_used=len(prof_ids),
+                    profile_window=_window_name(n_prof))
+
+
+def _window_name(n_prof: int) -> str:
+    """A file trace profiles on its first steps, or (too short to split) on the measured ones."""
+    return "trace prefix" if n_prof else "measured window"
 
 
 def warm(point) -> None:
@@ -174,7 +184,7 @@ def warm(point) -> None:
     the traces instead of each generating them."""
     if point.trace != "synthetic":
         return
-    from dse.workload import synth
+    from dse.workload import synth_cache as synth
     model = get_model(point.model)
     synth.cached(model.name, point.run_batch, point.trace_steps, point.trace_seed, "auto", 0)
     if point.profile_steps:

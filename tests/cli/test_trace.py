@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from dse.cli import main
 
@@ -61,3 +62,62 @@ def test_cli_errors_exit_2(tmp_path, capsys):
     assert err.startswith("dse: error:") and err.count("\n") == 1
     assert main(["trace", "synth", "--model", MODEL, "--profile", "nope", "--steps", "1"]) == 2
     assert "not shipped" in capsys.readouterr().err
+
+
+# -- honest conversion: warnings, windows used, stats against the catalog's targets -------------
+def token_ids(seq: int, t: int) -> list[list[int]]:
+    """Expert ids of token t of sequence seq, per layer: distinct, and unique to (seq, t, layer)."""
+    return [[(seq * 17 + t * 5 + l + j * 8) % E for j in range(K)] for l in range(L)]
+
+
+def write_dump(path, seq: int, n_tokens: int) -> None:
+    routes = [{"token_pos": t, "phase": "decode",
+               "layers": {str(l): {"experts": ids} for l, ids in enumerate(token_ids(seq, t))}}
+              for t in range(n_tokens)]
+    path.write_text(json.dumps({"meta": {"num_experts": E, "top_k": K, "num_moe_layers": L}, "routes": routes}))
+
+
+@pytest.fixture
+def dumps4(tmp_path):
+    files = []
+    for seq, n in enumerate((3, 5, 2, 4)):
+        f = tmp_path / f"req{seq}.json"
+        write_dump(f, seq, n)
+        files.append(f)
+    return files
+
+
+def test_cli_convert_warns_and_evaluate_reports_the_windows_used(tmp_path, dumps4, capsys):
+    f = tmp_path / "one.json"
+    write_dump(f, 0, 6)
+    out = tmp_path / "one.npz"
+    assert main(["trace", "convert", str(f), "-o", str(out)]) == 0           # 6 tokens -> 1 step of B = 6
+    cap = capsys.readouterr()
+    assert "1 steps x" in cap.out
+    lines = cap.err.strip().splitlines()
+    assert len(lines) == 2 and all(x.startswith("dse: warning: ") for x in lines)
+    assert "one sequence" in lines[0] and "1 step < profiling 16 + measured 64" in lines[1]
+    assert main(["evaluate", "--trace", str(out), "--json"]) == 0
+    cap = capsys.readouterr()
+    m = json.loads(cap.out)
+    assert (m["trace_steps_measured"], m["profile_steps_used"], m["profile_window"]) == (1, 1, "measured window")
+    assert m["trace_steps"] == 64 and m["profile_steps"] == 16                # the knobs echo the request ...
+    assert "measured 1 step; placement profiled on 1 step (measured window) instead of the 16" in cap.err  # ... said
+    inter = tmp_path / "inter.npz"
+    assert main(["trace", "convert", *map(str, dumps4), "-o", str(inter), "--batch", "2"]) == 0
+    cap = capsys.readouterr()
+    assert "interleaved" in cap.out and "one sequence" not in cap.err and "5 steps < profiling 16" in cap.err
+
+
+def test_stats_against_the_catalog_targets(tmp_path, capsys):
+    f = tmp_path / "one.json"
+    write_dump(f, 0, 8)
+    assert main(["trace", "stats", str(f), "--model", MODEL, "--batch", "4"]) == 0
+    text = capsys.readouterr().out
+    assert f"against the catalog's targets of {MODEL}" in text
+    assert "achieved" in text and "target" in text and "ratio" in text
+    assert main(["trace", "stats", str(f), "--model", MODEL, "--batch", "4", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert "gini" in d["targets"] and d["targets"]["gini"] > 0
+    assert main(["trace", "stats", str(f), "--batch", "4", "--json"]) == 0
+    assert "targets" not in json.loads(capsys.readouterr().out)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from dse.mapping import placement as pl
+from dse.mapping import fetch as fetch_mod, placement as pl
 from dse.mapping.scheduler import Scheduler, schedule
 from dse.reproduce.registry import judge, reproduce
 from dse.workload.trace import loads as loads_of
@@ -125,8 +125,7 @@ def test_cascade_identities(case):
 
 
 def test_streaming_chunks_equal_one_array(monkeypatch):
-    from dse.mapping import scheduler
-    monkeypatch.setattr(scheduler._Prefetch, "BATCH", 0)    # process the prefetch recurrence chunk by chunk
+    monkeypatch.setattr(fetch_mod.Prefetch, "BATCH", 0)    # process the prefetch recurrence chunk by chunk
     rng = np.random.default_rng(3)
     ids = _random_trace(32, 4, 24, 2, 16, 3, 1.5)
     dom = pl.domain(32, 2, 4, die_units_x=4, die_units_y=8)

@@ -49,6 +49,11 @@ def test_side_sweep_knee(capsys):
     out = run_json(capsys, "side")
     rows = out["rows"]
     assert [r["core_side"] for r in rows] == [2, 4, 6, 8]
+    # Table X layout: the direct-scheduling companion of every side, at the native batch
+    for r in rows:
+        assert r["batch"] == 128
+        assert 0 < r["occupancy_direct"] < r["occupancy"]
+        assert r["actual_mfu_direct"] == pytest.approx(r["ideal_mfu"] * r["occupancy_direct"])
     # The knee is a joint result of the scheduler's occupancy and our stretch and area. The
     # scheduler reproduces Table X's occupancies within the trace tolerance: a scheduler regression
     # that moves them fails here, naming the side, instead of hiding behind an expected failure.
@@ -61,6 +66,13 @@ def test_side_sweep_knee(capsys):
     for r in rows:
         assert r["effective_mfu"] == pytest.approx(r["actual_mfu"] / r["round_stretch"])
     assert out["knee"] == {"max_effective_mfu": 4, "min_mm2_per_occupancy": 4}
+
+
+def test_side_sweep_other_model_runs_at_its_native_batch(capsys):
+    out = run_json(capsys, "side", "2", "8", "--model", "glm-5.2", "--set", "trace_steps=2", "--set",
+                   "profile_steps=2")
+    assert [(r["model"], r["core_side"], r["batch"]) for r in out["rows"]] == [("glm-5.2", 2, 205), ("glm-5.2", 8, 205)]
+    assert all(r["occupancy_direct"] <= r["occupancy"] for r in out["rows"])
 
 
 def test_depth_plot(tmp_path, capsys):

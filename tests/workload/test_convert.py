@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dse.errors import TraceError
-from dse.workload.convert import convert
+from dse.workload.convert import convert, convert_report, warnings
 
 
 MODEL = "olmoe-1b-7b"          # 16 layers x 64 experts, top-8: small and in the catalog
@@ -109,3 +109,58 @@ def test_dump_errors(tmp_path):
                                                    name="x.jsonl", model=MODEL)
     assert "fewer than batch 8" in _dump_error(tmp_path, routes_doc(tok), batch=8)
     assert "unrecognised router dump" in _dump_error(tmp_path, {"hello": 1})
+
+
+# -- sequences: single-request dumps interleaved into real batches; warnings --------------------
+def token_ids(seq: int, t: int) -> list[list[int]]:
+    """Expert ids of token t of sequence seq, per layer: distinct, and unique to (seq, t, layer)."""
+    return [[(seq * 17 + t * 5 + l + j * 8) % E for j in range(K)] for l in range(L)]
+
+
+def write_dump(path, seq: int, n_tokens: int) -> None:
+    routes = [{"token_pos": t, "phase": "decode",
+               "layers": {str(l): {"experts": ids} for l, ids in enumerate(token_ids(seq, t))}}
+              for t in range(n_tokens)]
+    path.write_text(json.dumps({"meta": {"num_experts": E, "top_k": K, "num_moe_layers": L}, "routes": routes}))
+
+
+@pytest.fixture
+def dumps4(tmp_path):
+    files = []
+    for seq, n in enumerate((3, 5, 2, 4)):
+        f = tmp_path / f"req{seq}.json"
+        write_dump(f, seq, n)
+        files.append(f)
+    return files
+
+
+def test_single_request_dumps_interleave_into_real_batches(dumps4):
+    conv = convert_report(dumps4, batch=2)
+    tr = conv.trace
+    assert conv.sequences == 4 and conv.interleaved
+    # continuous batching, by hand: slot 0 serves seq 0 (3 tokens) then seq 2 (2 tokens); slot 1 serves
+    # seq 1 (5 tokens); at step 6 slot 1 finds no unused sequence left, so the trace has 5 steps
+    expect = [[(0, 0), (1, 0)], [(0, 1), (1, 1)], [(0, 2), (1, 2)], [(2, 0), (1, 3)], [(2, 1), (1, 4)]]
+    assert tr.experts.shape == (5, L, 2, K)
+    for s, slots in enumerate(expect):
+        for b, (seq, t) in enumerate(slots):
+            assert (tr.experts[s, :, b] == np.array(token_ids(seq, t))).all()
+    assert "4 sequences interleaved over B=2 slots" in tr.meta.source and "4 of 14 tokens unused" in tr.meta.source
+    ws = warnings(conv, profile_steps=0, trace_steps=5)
+    assert ws == []                                          # a real batch, enough steps
+
+
+def test_one_sequence_is_cut_into_consecutive_steps_and_warned(tmp_path):
+    f = tmp_path / "one.json"
+    write_dump(f, 0, 12)
+    conv = convert_report([f], batch=4)
+    assert conv.sequences == 1 and not conv.interleaved and conv.trace.meta.steps == 3
+    assert (conv.trace.experts[1, :, 0] == np.array(token_ids(0, 4))).all()     # consecutive tokens
+    ws = warnings(conv, profile_steps=16, trace_steps=64)
+    assert len(ws) == 2
+    assert "one sequence" in ws[0] and "not a batch of independent requests" in ws[0]
+    assert "3 steps < profiling 16 + measured 64" in ws[1] and "profiles placement on 1 step and measures 2" in ws[1]
+    # fewer sequences than B: still consecutive, and said so
+    conv2 = convert_report([f, f], batch=4)
+    assert conv2.sequences == 2 and not conv2.interleaved
+    assert "2 sequences (fewer than B=4)" in warnings(conv2, 0, 1)[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dse.workload.window import profile_seed, workload
 from dse.spec import DesignPoint
-from dse.workload import synth
+from dse.workload import synth_cache
 from dse.workload.catalog import get_model
 
 
@@ -18,7 +18,7 @@ def test_profiling_run_is_independent_of_the_measured_requests():
     assert all(0 <= p < 1 << 32 for p in prof)
     p = DesignPoint.from_dict({"trace_steps": 8, "profile_steps": 8})
     wl = workload(p, get_model(p.model))
-    measured, _ = synth.cached(p.model, p.run_batch, 8, p.trace_seed, "auto", 0)
+    measured, _ = synth_cache.cached(p.model, p.run_batch, 8, p.trace_seed, "auto", 0)
     assert wl.profile_ids.shape == measured.experts.shape
     # a different request stream: not the measured window, not a prefix of the same stream
     assert (wl.profile_ids != measured.experts).mean() > 0.5

@@ -140,17 +140,18 @@ def package_and_node(ctx: Context) -> dict[str, Any]:
     p, model, h, sh, t = ctx.point, ctx.model, ctx.hierarchy, ctx.sharding, ctx.metrics["t_layer_us"]
     B, d = p.run_batch, model.hidden
     span = package.layer_die_span(sh.tp_degree, model.experts_per_layer, h.die_active_units)
-    bpt = package.cross_die_bytes_per_token(d, model.top_k, C.act_bytes_per_element, C.psum_bytes_per_element,
-                                            p.reduction_order)
-    d2d = package.d2d_demand_gbps_per_die(B, bpt, span, p.dies_per_package, t)
+    cross = package.merge_crossings(sh.tp_degree, span // max(1, sh.tp_degree), p.dies_per_package, model.top_k,
+                                    p.reduction_order)
+    d2d_bpt, node_bpt = cross.bytes_per_token(d, C.act_bytes_per_element, C.psum_bytes_per_element)
+    d2d = package.crossing_gbps_per_die(B, d2d_bpt, span, t)
     resid = node.node_residual_gbps(B, d, C.act_bytes_per_element, t)
-    merge = node.node_merge_gbps_per_die(B, bpt, span, p.dies_per_package, t)
+    merge = package.crossing_gbps_per_die(B, node_bpt, span, t)
     return {
         "layer_die_span": span,
-        "cross_die_bytes_per_token": bpt,
+        "cross_die_bytes_per_token": d2d_bpt + node_bpt,
         "d2d_demand_gbps_per_die": d2d,
         "d2d_provision_gbps_per_die": p.d2d_gbps_per_die,
-        "cross_die_gbps_per_die": package.cross_die_demand_gbps_per_die(B, bpt, span, t),
+        "cross_die_gbps_per_die": d2d + merge,
         "node_residual_gbps": resid,
         "node_merge_gbps_per_die": merge,
         "node_demand_gbps": resid + merge,

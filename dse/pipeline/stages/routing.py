@@ -23,7 +23,8 @@ SCHEDULE_KEYS = ("ideal_mfu", "occupancy", "actual_mfu", "rounds", "jobs_per_lay
                  "readouts_per_layer_pooled", "readouts_per_layer_unpooled")
 GUARANTEED_KEYS = ("union_experts", "union_source", *SCHEDULE_KEYS,
                    "no_pooling_weight_mb_per_token", "no_pooling_weight_energy_uj_per_token",
-                   "schedule_cores", "schedule_pe_tiles", "trace_steps_measured")
+                   "schedule_cores", "schedule_pe_tiles", "trace_steps_measured", "profile_steps_used",
+                   "profile_window")
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -42,5 +43,6 @@ def run(ctx: Context) -> dict[str, Any]:
                no_pooling_weight_mb_per_token=nopool_bytes / BYTES_PER_MB,
                no_pooling_weight_energy_uj_per_token=energy.energy_uj(nopool_bytes, C.reram_pj_per_byte),
                schedule_cores=dom.n_cores, schedule_pe_tiles=dom.units,
-               trace_steps_measured=int(sched.samples // max(1, wl.meta.layers)))
+               trace_steps_measured=int(sched.samples // max(1, wl.meta.layers)),
+               profile_steps_used=wl.profile_steps_used, profile_window=wl.profile_window)
     return out
