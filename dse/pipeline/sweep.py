@@ -88,7 +88,7 @@ def sweep(param: str, values: list[str], models: Iterable[str], base: dict[str, 
             point = DesignPoint.from_dict({**base, "model": model},
                                           overrides=[*(overrides or []), f"{param}={v}"], source=source)
             r = evaluate(point)
-            row = {"model": model, param: getattr(point, param)}
+            row = {"model": model, "batch": point.run_batch, param: getattr(point, param)}   # run batch (Table X)
             row.update({k: v for k, v in r.metrics.items() if k not in row})   # the swept knob wins
             rows.append(row)
     return rows
