@@ -123,17 +123,19 @@ def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
 
     per_layer = M.experts[mi] + M.shared[mi]
     span = per_key(package.layer_die_span, x["tp"], per_layer, x["units"])
-    bpt = per_key(lambda m, o: package.cross_die_bytes_per_token(
-        int(M.hidden[m]), int(M.top_k[m]), act_b, psum_b, order[o]), mi, c["reduction_order"])
     dpp = c["dies_per_package"]
-    d2d = apply_grouped(lambda s, p, b, y, z: package.d2d_demand_gbps_per_die(b, y, s, p, z), [span, dpp], [B, bpt, tl])
+    d2d_bpt, node_bpt = per_key(
+        lambda tp, s, p, m, o: package.merge_crossings(int(tp), int(s) // max(1, int(tp)), int(p), int(M.top_k[m]),
+                                                       order[o]).bytes_per_token(int(M.hidden[m]), act_b, psum_b),
+        x["tp"], span, dpp, mi, c["reduction_order"])
+    d2d = apply_grouped(lambda s, b, y, z: package.crossing_gbps_per_die(b, y, s, z), [span], [B, d2d_bpt, tl])
     resid = node.node_residual_gbps(B, d, act_b, tl)
-    merge = apply_grouped(lambda s, p, b, y, z: node.node_merge_gbps_per_die(b, y, s, p, z), [span, dpp], [B, bpt, tl])
+    merge = apply_grouped(lambda s, b, y, z: package.crossing_gbps_per_die(b, y, s, z), [span], [B, node_bpt, tl])
     put("layer_die_span", span)
-    put("cross_die_bytes_per_token", bpt)
+    put("cross_die_bytes_per_token", d2d_bpt + node_bpt)
     put("d2d_demand_gbps_per_die", d2d)
     put("d2d_provision_gbps_per_die", c["d2d_gbps_per_die"])
-    put("cross_die_gbps_per_die", package.cross_die_demand_gbps_per_die(B, bpt, span, tl))
+    put("cross_die_gbps_per_die", d2d + merge)
     put("node_residual_gbps", resid)
     put("node_merge_gbps_per_die", merge)
     put("node_demand_gbps", resid + merge)
