@@ -35,7 +35,7 @@ _DIGESTS: dict[int, tuple[object, str]] = {}     # id(workload) -> (workload, di
 
 def cache_dir() -> Path | None:
     """Where placements are kept on disk (None: disabled); a sibling of the trace cache."""
-    from dse.workload.synth import cache_dir as trace_dir
+    from dse.workload.synth_cache import cache_dir as trace_dir
     d = trace_dir()
     return None if d is None else d.parent / "placements"
 
