@@ -17,7 +17,6 @@ LONG_MODULES_ALLOWED = {
 }
 # (module, function) -> who is shrinking it
 LONG_FUNCTIONS_ALLOWED = {
-    ("dse/search/space.py", "_dim"): "relayout-search",
 }
 
 

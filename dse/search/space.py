@@ -286,16 +286,27 @@ def _dim(name: str, spec: Any, source: str, earlier: list[str]) -> Dim:
             raise ConfigError(f"{source}: {key}.value: missing (a fixed knob needs a value, {p.allowed()})")
         return Dim(name, "fixed", value=coerce(p, spec["value"], source, f"{key}.value"))
     if typ == "categorical":
-        ch = spec.get("choices")
-        if not isinstance(ch, list) or not ch:
-            raise ConfigError(f"{source}: {key}.choices: must be a non-empty list of values ({p.allowed()})")
-        vals = tuple(coerce(p, c, source, f"{key}.choices[{i}]") for i, c in enumerate(ch))
-        if len(set(vals)) != len(vals):
-            raise ConfigError(f"{source}: {key}.choices: duplicate values {list(vals)}")
-        if any(v is None for v in vals):
-            raise ConfigError(f"{source}: {key}.choices: values must not be empty")
-        return Dim(name, "categorical", choices=vals, when=when)
-    # numeric
+        return _categorical_dim(p, spec, source, key, when)
+    return _numeric_dim(p, typ, spec, source, key, earlier, when)
+
+
+def _categorical_dim(p: Param, spec: Mapping[str, Any], source: str, key: str, when: Any) -> Dim:
+    """A ``type = "categorical"`` knob: a non-empty list of distinct, valid values."""
+    ch = spec.get("choices")
+    if not isinstance(ch, list) or not ch:
+        raise ConfigError(f"{source}: {key}.choices: must be a non-empty list of values ({p.allowed()})")
+    vals = tuple(coerce(p, c, source, f"{key}.choices[{i}]") for i, c in enumerate(ch))
+    if len(set(vals)) != len(vals):
+        raise ConfigError(f"{source}: {key}.choices: duplicate values {list(vals)}")
+    if any(v is None for v in vals):
+        raise ConfigError(f"{source}: {key}.choices: values must not be empty")
+    return Dim(p.name, "categorical", choices=vals, when=when)
+
+
+def _numeric_dim(p: Param, typ: str, spec: Mapping[str, Any], source: str, key: str, earlier: list[str],
+                 when: Any) -> Dim:
+    """An ``int`` / ``float`` / ``log`` knob: bounds (constants or expressions of earlier knobs), step."""
+    name = p.name
     if p.kind == "str":
         raise ConfigError(f"{source}: {key}.type = {typ!r}: {name} is a categorical knob; use type = "
                           f"\"categorical\" or \"fixed\" ({p.allowed()})")
