@@ -32,8 +32,8 @@ COMMAND_MODULES = (
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2, like every other user error
-        self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        sub = self.prog.removeprefix("dse").strip()
+        self.exit(2, f"dse: error: {sub + ': ' if sub else ''}{message} (see `{self.prog} --help`)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

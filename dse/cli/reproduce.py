@@ -32,6 +32,12 @@ def summary_line(s: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     rows = reproduce(args.only)
+    if args.only is not None and not rows:
+        from dse.data import load_toml
+        from dse.errors import ConfigError
+        from dse.reproduce.registry import REFERENCE_FILE
+        sections = ", ".join(load_toml(*REFERENCE_FILE))
+        raise ConfigError(f"--only {args.only!r}: no reference entry starts with it (sections: {sections})")
     s = summary(rows)
     if args.json:
         print(dumps({"summary": s, "rows": [r.to_dict() for r in rows]}))

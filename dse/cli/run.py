@@ -53,8 +53,8 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dse.search.runner import run_study
-    if args.jobs == 0 or args.jobs < -1:
-        raise ConfigError(f"--jobs {args.jobs}: must be a positive number of workers or -1 (every core)")
+    from dse.cli.jobs import bounded_jobs
+    args.jobs = bounded_jobs(args.jobs)
     if args.scheduler is not None and args.backend != "dask":
         raise ConfigError(f"--scheduler {args.scheduler!r}: only with --backend dask")
     cfg = study_from_args(args, trials=args.trials)

@@ -99,6 +99,7 @@ def _convert(args) -> int:
     from dse.spec.params import BY_NAME
     from dse.workload.convert import convert_report, warnings
     from dse.workload.trace import save_trace
+    _check_convert_paths(args.dumps, args.output)
     conv = convert_report(args.dumps, model=args.model, batch=args.batch, phase=args.phase)
     tr = conv.trace
     out = save_trace(tr, args.output)
@@ -108,6 +109,22 @@ def _convert(args) -> int:
     for w in warnings(conv, int(BY_NAME["profile_steps"].default), int(BY_NAME["trace_steps"].default)):
         print(f"dse: warning: {w}", file=sys.stderr)
     return 0
+
+
+def _check_convert_paths(dumps: list[str], output: str) -> None:
+    """Refuse a dump given twice (its tokens would count twice) and an output that is one of the
+    dumps (it would be overwritten)."""
+    import os
+
+    from dse.errors import TraceError
+    seen: dict[str, str] = {}
+    for d in dumps:
+        key = os.path.realpath(d)
+        if key in seen:
+            raise TraceError(f"{d}: given twice (as {seen[key]!r}); list each router dump once")
+        seen[key] = d
+    if os.path.realpath(output) in seen:
+        raise TraceError(f"-o {output}: is one of the input dumps; write the trace to another file")
 
 
 def _stats(args) -> int:

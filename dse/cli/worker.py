@@ -40,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from dse.distributed.worker import check_heartbeat, run_worker
-    if args.jobs == 0 or args.jobs < -1:
-        raise ConfigError(f"--jobs {args.jobs}: must be a positive number of processes or -1 (every core)")
+    from dse.cli.jobs import bounded_jobs
+    args.jobs = bounded_jobs(args.jobs)
     if args.max_trials is not None and args.max_trials < 1:
         raise ConfigError(f"--max-trials {args.max_trials}: must be a positive integer")
     if not 0.01 <= args.poll <= 3600:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
@@ -95,6 +96,13 @@ def design_key(cfg: "StudyConfig", design: Mapping[str, Any]) -> str:
     blob = json.dumps(d, sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
+def _exit_with_driver(driver_pid: int) -> None:
+    """Pool initializer: the worker exits within a second of its driver's death, even a kill -9
+    (``dse.lifetime.exit_with_parent``)."""
+    from dse.lifetime import exit_with_parent
+    exit_with_parent(driver_pid)
+
+
 
 class EvaluationPool:
     """Process workers (joblib's loky executor, reused across batches); ``jobs == 1`` evaluates
@@ -111,7 +119,8 @@ class EvaluationPool:
         if self.executor is None:
             from joblib.externals.loky import get_reusable_executor
             n = self.jobs if self.jobs > 0 else None
-            self.executor = get_reusable_executor(max_workers=n, timeout=WORKER_IDLE_TIMEOUT_S)
+            self.executor = get_reusable_executor(max_workers=n, timeout=WORKER_IDLE_TIMEOUT_S,
+                                                  initializer=_exit_with_driver, initargs=(os.getpid(),))
         return self.executor.submit(safe_evaluate, fn, dict(design), tuple(models))
 
     def result(self, handle) -> Outcome:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from dse.errors import ConfigError, suggest as _suggest
+from dse.errors import ConfigError, DSEError, suggest as _suggest
 from dse.search.objectives import ObjectiveSet, load_objectives, objectives_from_dict
 from dse.search.samplers import SAMPLERS
 from dse.search.storage import HEARTBEAT_INTERVAL_S
@@ -287,7 +287,13 @@ def _component(st: Mapping[str, Any], key: str, src: str, source: Path, loader, 
     v = st.get(key)
     if isinstance(v, str) and v:
         p = Path(v)
-        return loader(Path(os.path.normpath(p if p.is_absolute() else source.parent / p)))
+        path = Path(os.path.normpath(p if p.is_absolute() else source.parent / p))
+        try:
+            return loader(path)
+        except DSEError as exc:   # name both files and the key: study.toml: study.space = '...': <error>
+            msg = str(exc)
+            msg = msg[len(str(path)) + 2:] if msg.startswith(f"{path}: ") else msg
+            raise ConfigError(f"{src}: study.{key} = {v!r}: {msg}") from None
     if isinstance(v, Mapping):
         return from_dict(v, source=f"{src} [study.{key}]")
     raise ConfigError(f"{src}: study.{key}: missing; expected a path to a {key} file (relative to the study "

@@ -24,6 +24,7 @@ MAX_TABLE_STRING = 200            # longest string value of a catalog table
 NATIVE_BATCH_EXPERT_READS = 4
 WEIGHT_SIZE_TOLERANCE = 0.01      # a table's ffn_weights_gib must match its shape within 1 %
 
+MAX_EXPERTS = 1 << 16   # routing traces store expert ids as uint16 (dse.workload.trace.id_dtype)
 
 _REQUIRED = {"name": str, "experts": int, "top_k": int, "moe_layers": int, "hidden": int,
              "expert_intermediate": int}
@@ -170,6 +171,9 @@ def _validate_table(tkey: str, t: Any, source: str) -> MoEModel:
     for k in ("experts", "top_k", "moe_layers", "hidden", "expert_intermediate"):
         if kwargs[k] < 1:
             raise ConfigError(f"{source}: {tkey}.{k} = {kwargs[k]}: must be an integer >= 1")
+    if kwargs["experts"] > MAX_EXPERTS:
+        raise ConfigError(f"{source}: {tkey}.experts = {kwargs['experts']}: must be <= {MAX_EXPERTS} (expert ids "
+                          f"are stored as uint16)")
     if kwargs["top_k"] > kwargs["experts"]:
         raise ConfigError(f"{source}: {tkey}.top_k = {kwargs['top_k']}: must be <= experts ({kwargs['experts']})")
     if "routing" in kwargs:

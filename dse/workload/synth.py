@@ -260,7 +260,9 @@ def meta_for(model, batch: int, steps: int, seed: int, profile: str | None, para
 
 def generate(model, batch: int, steps: int, seed: int = 0, params: SynthParams | None = None,
              profile: str | None = None) -> Trace:
-    """A synthetic trace of ``steps`` decode steps (in memory)."""
+    """A synthetic trace of ``steps`` decode steps (in memory; refused beyond the memory budget)."""
+    from dse.workload.limits import check_trace_memory
+    check_trace_memory(model, batch, steps)
     g = Generator(model, batch, seed, params, profile)
     ids = np.concatenate(list(g.steps(steps)), axis=0)
     return Trace(meta_for(model, batch, steps, seed, profile, g.params), ids)

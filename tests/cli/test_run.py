@@ -22,7 +22,8 @@ def test_cli_reports_bad_space_in_one_line(tmp_path):
     """, "study.toml")
     r = subprocess.run([sys.executable, "-m", "dse", "run", str(st)], capture_output=True, text=True)
     assert r.returncode == 2
-    assert r.stderr == f"dse: error: {sp}: params.core_side.high = 30: must be an integer in [1, 20]\n"
+    assert r.stderr == (f"dse: error: {st}: study.space = 'space.toml': params.core_side.high = 30: must be an "
+                        f"integer in [1, 20]\n")
 
 
 def test_run_without_a_terminal_prints_one_line_per_batch(tmp_path, capsys):

@@ -85,6 +85,63 @@ EXTRA: list[Case] = [
          ("placement", "'contiguous', 'lpt', 'coactivation'")),
     Case("set/model", ("evaluate", "--model", "gpt-5"), "--model", "model", ("qwen3.5-35b-a3b",)),
     Case("set/batch_zero", ("evaluate", "--batch", "0"), "--batch", "batch", ("[1, 1048576]",)),
+    Case("catalog/trace_beyond_memory", ("--catalog", "{tmp}/huge.toml", "evaluate", "--model", "huge"),
+         "model catalog (--catalog)", "model huge", ("GiB", "trace_steps"), setup="huge_catalog"),
+]
+
+_VALID = "study/parts/valid.toml"
+
+# Options of run / worker / reproduce.
+_OPTS = "command-line option"
+EXTRA += [
+    Case("option/run_jobs_zero", ("run", _VALID, "--jobs", "0"), _OPTS, "--jobs 0", ("positive number",)),
+    Case("option/run_jobs_not_a_number", ("run", _VALID, "--jobs", "many"), _OPTS, "--jobs", ("'many'",)),
+    Case("option/unknown_command", ("frobnicate",), _OPTS, "frobnicate", ("invalid choice", "evaluate")),
+    Case("option/reproduce_only_no_match", ("reproduce", "--only", "nonexistent"), _OPTS, "--only 'nonexistent'",
+         ("no reference entry", "latency_35b")),
+]
+
+# `dse trace convert` with several router dumps.
+_CONVERT = "router dumps (multi-dump convert)"
+_CV = ("trace", "convert")
+_OUT = ("-o", "{tmp}/out.npz", "--model", "olmoe-1b-7b")
+EXTRA += [
+    Case("convert/dumps_of_different_models", _CV + ("{tmp}/olmoe_a.jsonl", "{tmp}/mixtral.jsonl") + _OUT, _CONVERT,
+         "mixtral.jsonl", ("16 of 32 layers",), setup="dumps"),
+    Case("convert/second_dump_missing", _CV + ("{tmp}/olmoe_a.jsonl", "{tmp}/nothere.jsonl") + _OUT, _CONVERT,
+         "nothere.jsonl", ("no such file",), setup="dumps"),
+    Case("convert/second_dump_truncated", _CV + ("{tmp}/olmoe_a.jsonl", "trace/router_dump_truncated.json") + _OUT,
+         _CONVERT, "router_dump_truncated.json", (), setup="dumps"),
+    Case("convert/dump_given_twice", _CV + ("{tmp}/olmoe_a.jsonl", "{tmp}/olmoe_a.jsonl") + _OUT, _CONVERT,
+         "olmoe_a.jsonl", ("given twice",), setup="dumps"),
+    Case("convert/output_is_an_input", _CV + ("{tmp}/olmoe_a.jsonl", "{tmp}/olmoe_b.jsonl", "-o",
+                                              "{tmp}/olmoe_b.jsonl"), _CONVERT, "olmoe_b.jsonl",
+         ("is one of the input dumps",), setup="dumps"),
+    Case("convert/output_is_a_directory", _CV + ("{tmp}/olmoe_a.jsonl", "-o", "{tmp}/adir.db"), _CONVERT,
+         "adir.db", ("cannot write", "Is a directory"), setup="dumps"),
+    Case("convert/output_folder_missing", _CV + ("{tmp}/olmoe_a.jsonl", "-o", "{tmp}/no/out.npz"), _CONVERT,
+         "no/out.npz", ("cannot write",), setup="dumps"),
+    Case("convert/bad_phase", _CV + ("{tmp}/olmoe_a.jsonl",) + _OUT + ("--phase", "nope"), _CONVERT, "--phase",
+         ("invalid choice: 'nope'",), setup="dumps"),
+    Case("convert/batch_zero", _CV + ("{tmp}/olmoe_a.jsonl",) + _OUT + ("--batch", "0"), _CONVERT, "--batch",
+         (">= 1",), setup="dumps"),
+]
+
+
+# `dse grid` spaces, `dse compare` arguments, `dse front --robust` arguments.
+_INSPECT = "grid / compare / --robust argument"
+EXTRA += [
+    Case("grid/space_syntax_error", ("grid", "study/parts/space_syntax_error.toml"), _INSPECT,
+         "study/parts/space_syntax_error.toml", ("TOML syntax error",)),
+    Case("grid/space_missing", ("grid", "study/parts/no_such_space.toml"), _INSPECT, "no_such_space.toml",
+         ("no such file",)),
+    Case("grid/trace_driven_knob", ("grid", "{tmp}/tsp.toml"), _INSPECT, "tsp.toml",
+         ("params.placement", "trace-driven knob"), setup="trace_knob_space"),
+    Case("grid/unknown_model", ("grid", "study/parts/space.toml", "--model", "gpt-5"), _INSPECT, "--model",
+         ("'gpt-5'", "qwen3.5-35b-a3b")),
+    Case("grid/output_not_parquet", ("grid", "study/parts/space.toml", "-o", "{tmp}/x.txt"), _INSPECT, "x.txt",
+         ("parquet",)),
+    Case("compare/one_study", ("compare", _VALID), _INSPECT, "compare", ("at least two studies",)),
 ]
 
 
@@ -109,7 +166,65 @@ def _valid_trace(tmp: Path) -> None:
     save_trace(make_trace(ids, "olmoe-1b-7b", 64, source="hostile corpus"), tmp / "olmoe.npz")
 
 
-BUILDERS = {"huge_toml": _huge_toml, "digits_toml": _digits_toml, "valid_trace": _valid_trace}
+def _trace_knob_space(tmp: Path) -> None:
+    (tmp / "tsp.toml").write_text('[params]\nplacement = { type = "categorical", choices = ["lpt", "contiguous"] }\n')
+
+
+def _huge_catalog(tmp: Path) -> None:
+    """A model whose default synthetic trace would need petabytes: refused before allocation."""
+    (tmp / "huge.toml").write_text('[huge]\nname = "huge"\nexperts = 65536\ntop_k = 65536\nmoe_layers = 100000\n'
+                                   'hidden = 64\nexpert_intermediate = 32\n')
+
+
+def _notes_db(tmp: Path) -> None:
+    (tmp / "notes.db").write_text("my notes, not a database\n")
+
+
+def _sqlite_file(tmp: Path) -> tuple[Path, bytearray, int]:
+    import sqlite3
+    db = tmp / "damaged.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE t (x BLOB)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(bytes([i % 251]) * 500,) for i in range(400)])
+    conn.commit()
+    conn.close()
+    return db, bytearray(db.read_bytes()), 4096
+
+
+def _truncated_db(tmp: Path) -> None:
+    db, data, page = _sqlite_file(tmp)
+    db.write_bytes(bytes(data[:len(data) // 2 + page // 3]))
+
+
+def _corrupted_db(tmp: Path) -> None:
+    db, data, page = _sqlite_file(tmp)
+    for i in range(2 * page, len(data), page):
+        data[i:i + 64] = b"\xa5" * 64
+    db.write_bytes(bytes(data))
+
+
+def _dir_db(tmp: Path) -> None:
+    (tmp / "adir.db").mkdir()
+
+
+def _dumps(tmp: Path) -> None:
+    """Valid JSON-lines router dumps: two of olmoe-1b-7b (64 experts, top-8, 16 layers), one shaped
+    like mixtral-8x7b (8 experts, top-2, 32 layers); an existing directory ``adir.db``."""
+    import json
+    import random
+    rng = random.Random(1)
+    for name, (e, k, layers) in {"olmoe_a": (64, 8, 16), "olmoe_b": (64, 8, 16), "mixtral": (8, 2, 32)}.items():
+        with open(tmp / f"{name}.jsonl", "w") as fh:
+            for t in range(4):
+                fh.write(json.dumps({"token": t, "layers": {str(i): rng.sample(range(e), k)
+                                                            for i in range(layers)}}) + "\n")
+    (tmp / "adir.db").mkdir(exist_ok=True)
+
+
+BUILDERS = {"huge_toml": _huge_toml, "digits_toml": _digits_toml, "valid_trace": _valid_trace,
+            "huge_catalog": _huge_catalog, "notes_db": _notes_db, "truncated_db": _truncated_db,
+            "corrupted_db": _corrupted_db, "dir_db": _dir_db, "dumps": _dumps,
+            "trace_knob_space": _trace_knob_space}
 
 
 def file_cases() -> list[Case]:

@@ -82,8 +82,8 @@ def test_cli_bad_objectives_one_line(tmp_path):
     p = _files(tmp_path, GOOD, obj='[[objectives]]\nmetric = "t_layer_us"\ndirection = "min"\n')
     r = subprocess.run([sys.executable, "-m", "dse", "front", str(p)], capture_output=True, text=True)
     assert r.returncode == 2
-    assert r.stderr == (f"dse: error: {tmp_path / 'obj.toml'}: objectives[0].direction = 'min': must be one of "
-                        f"minimize, maximize\n")
+    assert r.stderr == (f"dse: error: {p}: study.objectives = 'obj.toml': objectives[0].direction = 'min': must "
+                        f"be one of minimize, maximize\n")
 
 
 def test_score_aggregates_over_workloads_and_reports_violations():

@@ -1,0 +1,117 @@
+"""Evaluation processes never outlive their driver: SIGKILL a `dse run --jobs 2` driver and no
+process of its tree is left after a short wait (dse.lifetime.exit_with_parent in each worker)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dse.cli.jobs import usable_cores
+from dse.lifetime import exit_with_parent
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _children() -> dict[int, int]:
+    """pid -> parent pid of every live (non-zombie) process."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if fields[0] != "Z":
+            out[int(d)] = int(fields[1])
+    return out
+
+
+def _tree(root: int) -> set[int]:
+    procs = _children()
+    tree, frontier = set(), {root}
+    while frontier:
+        tree |= frontier
+        frontier = {p for p, pp in procs.items() if pp in frontier} - tree
+    return tree - {root}
+
+
+def _workers(pids: set[int]) -> set[int]:
+    out = set()
+    for p in pids:
+        try:
+            if b"loky" in Path(f"/proc/{p}/cmdline").read_bytes() and b"resource_tracker" not in \
+                    Path(f"/proc/{p}/cmdline").read_bytes():
+                out.add(p)
+        except OSError:
+            pass
+    return out
+
+
+def _alive(pids: set[int]) -> set[int]:
+    return pids & set(_children())
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+@pytest.mark.skipif(usable_cores() < 2, reason="--jobs 2 needs two usable cores")
+def test_sigkilled_driver_leaves_no_process_behind(tmp_path):
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "dse", "run", str(ROOT / "studies/quickstart.toml"), "--jobs", "2", "--trials",
+         "100000", "--no-progress", "--storage", f"sqlite:///{tmp_path}/s.db"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    tree: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and driver.poll() is None:
+            tree = _tree(driver.pid)
+            if len(_workers(tree)) >= 2:
+                time.sleep(1)            # the workers are evaluating
+                tree = _tree(driver.pid)
+                break
+            time.sleep(0.2)
+        assert driver.poll() is None, driver.stderr.read().decode()
+        assert len(_workers(tree)) >= 2, "no worker processes started"
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while _alive(tree) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = _alive(tree)
+        assert not left, f"processes of the killed driver's tree still running: {sorted(left)}"
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+        for pid in _alive(tree):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_exit_with_parent_ends_an_orphaned_child(tmp_path):
+    """The watch itself: a grandchild whose parent dies exits; one whose parent lives keeps running."""
+    code = ("import os, sys, time, subprocess\n"
+            "p = subprocess.Popen([sys.executable, '-c', 'from dse.lifetime import exit_with_parent; "
+            "import time; exit_with_parent(poll_s=0.1); time.sleep(60)'])\n"
+            "print(p.pid, flush=True)\n"
+            "time.sleep(float(sys.argv[1]))\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    parent = subprocess.Popen([sys.executable, "-c", code, "60"], stdout=subprocess.PIPE, env=env, text=True)
+    child = int(parent.stdout.readline())
+    try:
+        time.sleep(1.0)
+        assert _alive({child}) == {child}          # parent alive: the child keeps running
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while _alive({child}) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive({child})
+    finally:
+        if _alive({child}):
+            os.kill(child, signal.SIGKILL)
+    assert callable(exit_with_parent)
