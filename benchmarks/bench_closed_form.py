@@ -24,7 +24,7 @@ CHOICES = {"core_side": [1, 2, 4, 6, 8], "tile_width": [1, 2, 4, 8],
 
 def points(n: int, seed: int = 0):
     from dse.spec import DesignPoint
-    from dse.workload.catalog import model_names
+    from dse.catalog import model_names
     rng = random.Random(seed)
     models = model_names()
     out = []

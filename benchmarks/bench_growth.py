@@ -67,7 +67,7 @@ def bench_designs() -> None:
     from dse.pipeline.evaluate import evaluate
     from dse.search.runner import evaluate_design
     from dse.spec import DesignPoint
-    from dse.workload.catalog import model_names
+    from dse.catalog import model_names
     def pt(seed, w, **kw):
         return DesignPoint.from_dict({"trace_steps": 32, "trace_seed": seed, "tile_width": w, **kw})
     bs = [8, 16, 32, 64, 128, 256]

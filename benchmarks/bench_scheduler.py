@@ -117,7 +117,7 @@ def _child_eval(path: str) -> None:
 def bench_big(tokens: int) -> None:
     import numpy as np
     from dse.workload import synth
-    from dse.workload.catalog import get_model
+    from dse.catalog import get_model
     from dse.workload.trace import TraceMeta, write_chunks
     m = get_model("qwen3.5-35b-a3b")
     B = 128

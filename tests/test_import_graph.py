@@ -155,3 +155,49 @@ def test_the_expression_parser_does_not_load_optuna():
     code = "import dse.search.expr, sys; assert 'optuna' not in sys.modules, 'optuna loaded'"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent)
     assert r.returncode == 0, r.stderr
+
+
+# The layers of ../shared/design/layout.md, bottom (0) to top; a module may import its own layer or
+# any lower one, never a higher one (inside functions included). dse/__init__ and __main__ sit on top.
+LAYERS: dict[str, int] = {
+    # package data, named constants, one-line errors, unit conversions, the packaged model table
+    "constants": 0, "errors": 0, "data": 0, "units": 0, "tomlfile": 0, "version": 0, "catalog": 0,
+    "report": 0, "lifetime": 0,
+    "spec": 1,                       # the design point: knobs, defaults, validation
+    "workload": 2,                   # traces, converters, synthetic generator, statistics
+    "hardware": 3,                   # unit -> core -> die -> package -> node; network, area, power, cost
+    "mapping": 4,                    # sharding, placement, scheduler
+    "performance": 5,                # latency, energy, baselines, serving, delivered FLOPS
+    "pipeline": 6, "vector": 6,      # the scalar and the vectorised evaluation of design points
+    "reproduce": 7,                  # published figure vs ours
+    "search": 8,                     # spaces, objectives, samplers, runner, storage, front, knee
+    "distributed": 9,                # many processes on one study, on search's public names
+    "viz": 10,                       # figures and reports of studies
+    "cli": 11,                       # thin: parse, call, print
+}
+
+
+def _layer(mod: str) -> int | None:
+    parts = mod.split(".")
+    return LAYERS.get(parts[1]) if len(parts) > 1 else None
+
+
+def test_every_package_has_a_layer():
+    tops = {m.split(".")[1] for m in _modules() if m.count(".") >= 1} - {"__main__"}
+    assert sorted(tops - set(LAYERS)) == [], "give each new top-level module or package a layer in LAYERS"
+
+
+def _upward(graph: dict[str, set[tuple[str, str]]]) -> list[tuple[str, str]]:
+    return sorted((m, t) for m, edges in graph.items() for t, _ in edges
+                  if _layer(m) is not None and _layer(t) is not None and _layer(t) > _layer(m))
+
+
+def test_imports_point_down_the_layers():
+    up = _upward(imports(_modules()))
+    assert up == [], f"imports pointing up a layer (see layout.md): {up}"
+
+
+def test_the_layer_check_sees_an_upward_import():
+    fake = {"dse.spec.design": {("dse.workload.window", "Workload"), ("dse.catalog", "get_model")},
+            "dse.cli.run": {("dse.search.runner", "")}}
+    assert _upward(fake) == [("dse.spec.design", "dse.workload.window")]

@@ -6,7 +6,7 @@ import argparse
 from dse.constants import C
 from dse.report import dumps, table
 from dse.spec import PARAMS
-from dse.workload.catalog import catalog
+from dse.catalog import catalog
 
 
 def register(sub) -> None:

@@ -14,7 +14,7 @@ from dse.hardware.hierarchy import Hierarchy
 from dse.mapping.scheduler import Schedule
 from dse.mapping.sharding import Sharding
 from dse.spec import DesignPoint
-from dse.workload.catalog import MoEModel
+from dse.catalog import MoEModel
 from dse.workload.window import Workload
 
 

@@ -12,7 +12,7 @@ from dse.performance import balance
 from dse.pipeline.evaluate import evaluate
 from dse.reproduce.registry import figure
 from dse.spec import DesignPoint
-from dse.workload.catalog import get_gpu, get_model
+from dse.catalog import get_gpu, get_model
 
 DEFAULT_MODEL = "qwen3.5-35b-a3b"
 

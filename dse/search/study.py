@@ -312,7 +312,7 @@ def _table(data: Mapping[str, Any], key: str, src: str, required: bool = False) 
 
 
 def _models(wl: dict[str, Any], src: str) -> tuple[str, ...]:
-    from dse.workload.catalog import model_names
+    from dse.catalog import model_names
     allowed = list(model_names())
     if "models" in wl and "model" in wl:
         raise ConfigError(f"{src}: workload: give either model or models, not both")

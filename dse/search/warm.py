@@ -86,7 +86,7 @@ def warm_placement(design: Mapping[str, Any], models: Sequence[str]) -> dict[str
     from dse.mapping import placement as pl
     from dse.mapping.trace_mapping import placement_for
     from dse.spec import DesignPoint
-    from dse.workload.catalog import get_model
+    from dse.catalog import get_model
     from dse.workload.window import workload
     for m in models:
         try:

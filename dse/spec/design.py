@@ -76,7 +76,7 @@ class DesignPoint:
         """Decode batch B (default: the model's native batch)."""
         if self.batch is not None:
             return self.batch
-        from dse.workload.catalog import get_model
+        from dse.catalog import get_model
         return get_model(self.model).native_batch
 
     # -- views -------------------------------------------------------------------------

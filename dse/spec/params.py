@@ -58,12 +58,12 @@ def _fmt(x: float | None) -> str:
 
 
 def _model_names() -> tuple[str, ...]:
-    from dse.workload.catalog import model_names
+    from dse.catalog import model_names
     return tuple(model_names())
 
 
 def _gpu_names() -> tuple[str, ...]:
-    from dse.workload.catalog import gpu_names
+    from dse.catalog import gpu_names
     return tuple(gpu_names())
 
 

@@ -75,7 +75,7 @@ class Columns:
                 continue
             data[name] = _column(name, v, n)
         model_names = categories("model")
-        from dse.workload.catalog import get_model
+        from dse.catalog import get_model
         native = np.array([get_model(m).native_batch for m in model_names], dtype=np.int64)
         if "batch" not in data:
             data["batch"] = native[data["model"]]

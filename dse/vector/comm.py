@@ -14,7 +14,7 @@ from dse.vector.columns import Columns, categories
 from dse.vector.groups import apply_grouped, memo, per_key
 from dse.vector.structure import Models, geometry_keys
 from dse.vector.table import Table
-from dse.workload.catalog import get_gpu, gpus
+from dse.catalog import get_gpu, gpus
 
 LEVELS = ("unit_io", "core_mesh", "die_noc", "d2d", "node")
 
@@ -48,7 +48,7 @@ def die_noc_per_layer(side: int, ux: int, uy: int, remainder: str, model: str, b
                       order: str) -> tuple[float, float, float, float]:
     """The network stage's Die-NoC set-up for one floorplan, model, batch and reduction order:
     (experts per token on the die, tokens per layer, busiest link bytes, all links' bytes)."""
-    from dse.workload.catalog import get_model
+    from dse.catalog import get_model
     m = get_model(model)
     shapes = die.core_shapes(side, ux, uy, remainder)
     gx, gy = die.core_grid(side, ux, uy, remainder)

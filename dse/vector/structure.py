@@ -20,7 +20,7 @@ from dse.units import BYTES_PER_GB, BYTES_PER_MB, FLOPS_PER_GFLOP, GB_PER_PB, GB
 from dse.vector.columns import Columns, categories
 from dse.vector.groups import memo, per_key
 from dse.vector.table import Table
-from dse.workload.catalog import get_gpu, get_model, gpus
+from dse.catalog import get_gpu, get_model, gpus
 from dse.workload.union import union_closed_form
 
 

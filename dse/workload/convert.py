@@ -204,7 +204,7 @@ def _read_file(path: Path, acc: _Tokens, phase: str) -> None:
 
 
 def _infer_model(meta: dict, layers: int, k: int, path: str) -> str:
-    from dse.workload.catalog import catalog
+    from dse.catalog import catalog
     E = meta.get("num_experts")
     cands = [m.name for m in catalog().values()
              if m.moe_layers == layers and m.top_k == k and (E is None or m.experts == E)]
@@ -235,7 +235,7 @@ def convert(paths: list[str | Path], model: str | None = None, batch: int | None
 def convert_report(paths: list[str | Path], model: str | None = None, batch: int | None = None,
                    phase: str = "decode") -> Converted:
     """:func:`convert` with the sequence count and the way the steps were built."""
-    from dse.workload.catalog import get_model
+    from dse.catalog import get_model
     if phase not in PHASES:
         raise TraceError(f"phase {phase!r}: allowed {', '.join(PHASES)}")
     paths = [Path(p) for p in paths]

@@ -95,7 +95,7 @@ def cached(model_name: str, batch: int, steps: int, seed: int, profile: str | No
     process (and once per machine, through the on-disk cache) for each (model, B, steps, seed,
     profile, profiling steps). The profiling window is the ``profile_steps`` decode steps
     generated right before the measured window."""
-    from dse.workload.catalog import get_model
+    from dse.catalog import get_model
     model = get_model(model_name)
     prof = default_profile(model) if profile == "auto" else profile
     tr = generate_cached(model, batch, profile_steps + steps, seed, prof)

@@ -129,7 +129,7 @@ def check_ids(ids: np.ndarray, n_experts: int, where: str, step_offset: int = 0)
 
 def check_model(meta: TraceMeta, model_name: str | None = None) -> None:
     """The trace's model exists, its shape matches the catalog, and (if given) it is the design's model."""
-    from dse.workload.catalog import catalog
+    from dse.catalog import catalog
     cat = catalog()
     where = meta.path or "trace"
     if meta.model not in cat:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import math
 
-from dse.workload.catalog import MoEModel
+from dse.catalog import MoEModel
 
 
 def union_uniform(experts: int, top_k: int, batch: float) -> float:

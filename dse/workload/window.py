@@ -25,7 +25,7 @@ import numpy as np
 
 from dse.errors import TraceError
 from dse.units import MIB
-from dse.workload.catalog import MoEModel, get_model
+from dse.catalog import MoEModel, get_model
 from dse.workload.load import load_cached
 from dse.workload.trace import TraceFile, TraceMeta, check_model, is_dump, loads
 

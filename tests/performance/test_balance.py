@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from dse.performance import balance
-from dse.workload.catalog import get_gpu, get_model
+from dse.catalog import get_gpu, get_model
 from tests.reference import check
 
 

@@ -13,7 +13,7 @@ from dse.performance import baselines
 from dse.pipeline.evaluate import evaluate
 from dse.reproduce.registry import judge
 from dse.spec import DesignPoint
-from dse.workload.catalog import get_model
+from dse.catalog import get_model
 from tests.reference import REF, check, metrics
 
 

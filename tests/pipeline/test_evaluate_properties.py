@@ -8,7 +8,7 @@ from dse.hardware.hierarchy import LEVELS
 from dse.mapping import sharding
 from dse.pipeline.evaluate import evaluate
 from dse.spec import DesignPoint
-from dse.workload.catalog import get_model, model_names
+from dse.catalog import get_model, model_names
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -13,7 +13,7 @@ from dse.pipeline.evaluate import evaluate
 from dse.search.space import load_space
 from dse.spec import DesignPoint
 from dse.vector import Columns, evaluate_chunks, evaluate_columns
-from dse.workload.catalog import gpu_names, model_names
+from dse.catalog import gpu_names, model_names
 
 FULL = Path(__file__).resolve().parents[2] / "spaces" / "full.toml"
 REL = 1e-12

@@ -8,7 +8,7 @@ import pytest
 
 from dse.cli import main
 from dse.errors import ConfigError
-from dse.workload.catalog import MAX_EXPERTS
+from dse.catalog import MAX_EXPERTS
 from dse.workload.limits import check_trace_memory, trace_bytes_estimate
 
 ROOT = Path(__file__).resolve().parents[2]

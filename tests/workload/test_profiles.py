@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dse.workload import profiles, synth
-from dse.workload.catalog import get_model
+from dse.catalog import get_model
 from dse.workload.stats import flat_stats
 
 

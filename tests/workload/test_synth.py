@@ -12,7 +12,7 @@ from dse.pipeline.evaluate import evaluate
 from dse.pipeline.stages import routing
 from dse.spec import DesignPoint
 from dse.workload import profiles, synth, window
-from dse.workload.catalog import get_model
+from dse.catalog import get_model
 from dse.workload.stats import flat_stats
 from dse.workload.trace import check_ids, save_trace
 from dse.workload.union import union_closed_form

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from dse.workload.catalog import get_model
+from dse.catalog import get_model
 from dse.workload.union import union_closed_form, union_from_table, union_uniform
 
 

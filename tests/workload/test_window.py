@@ -5,7 +5,7 @@ from __future__ import annotations
 from dse.workload.window import profile_seed, workload
 from dse.spec import DesignPoint
 from dse.workload import synth_cache
-from dse.workload.catalog import get_model
+from dse.catalog import get_model
 
 
 def test_profiling_run_is_independent_of_the_measured_requests():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from dse.errors import ConfigError
-from dse.workload.catalog import _validate_table, catalog, get_model
+from dse.catalog import _validate_table, catalog, get_model
 
 
 def test_reference_models_present_with_published_sizes():
