@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 # ---- spaces -------------------------------------------------------------------------------------
@@ -159,3 +160,36 @@ def write_distributed_study(folder: Path, *, sampler: str = "grid", trials: int 
 def run_dse(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """``python -m dse ARGS`` in a fresh process (text output captured)."""
     return subprocess.run([sys.executable, "-m", "dse", *args], capture_output=True, text=True, cwd=cwd)
+
+
+# ---- small study files for the study / objective loader tests ----
+SMALL_SPACE = '[params]\ncore_side = { type = "int", low = 2, high = 8, step = 2 }\n'
+
+
+SMALL_OBJECTIVES = ('[[objectives]]\nmetric = "t_layer_us"\ndirection = "minimize"\n'
+       '[[objectives]]\nmetric = "dies"\n'
+       '[[constraints]]\nmetric = "die_area_mm2"\nle = "die_area_budget_mm2"\n')
+
+
+def write_small_study(tmp_path: Path, study: str, space: str = SMALL_SPACE, obj: str = SMALL_OBJECTIVES) -> Path:
+    """Write space.toml, obj.toml and the (dedented) study text as study.toml in tmp_path."""
+    (tmp_path / "space.toml").write_text(space)
+    (tmp_path / "obj.toml").write_text(obj)
+    p = tmp_path / "study.toml"
+    p.write_text(textwrap.dedent(study))
+    return p
+
+
+TWO_MODEL_STUDY = """
+    [study]
+    space = "space.toml"
+    objectives = "obj.toml"
+    trials = 5
+    [workload]
+    models = ["qwen3.5-35b-a3b", "glm-5.2"]
+    batch = 64
+    [base]
+    tile_width = 4
+    [base.mapping]
+    pooling = "direct"
+"""

@@ -157,7 +157,7 @@ def test_the_expression_parser_does_not_load_optuna():
     assert r.returncode == 0, r.stderr
 
 
-# The layers of ../shared/design/layout.md, bottom (0) to top; a module may import its own layer or
+# The layers of the package (README, "Layout"), bottom (0) to top; a module may import its own layer or
 # any lower one, never a higher one (inside functions included). dse/__init__ and __main__ sit on top.
 LAYERS: dict[str, int] = {
     # package data, named constants, one-line errors, unit conversions, the packaged model table

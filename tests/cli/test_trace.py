@@ -3,36 +3,9 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-import pytest
 
 from dse.cli import main
-
-
-MODEL = "olmoe-1b-7b"          # 16 layers x 64 experts, top-8: small and in the catalog
-
-
-L, E, K = 16, 64, 8
-
-
-def rand_ids(steps, batch, seed=0, layers=L, experts=E, k=K):
-    rng = np.random.default_rng(seed)
-    return np.argsort(rng.random((steps, layers, batch, experts)), axis=-1)[..., :k]
-
-
-# -- router dumps -------------------------------------------------------------------------------
-def routes_doc(ids_tokens, phases=None, meta=True):
-    """A 'routes' JSON document: ids_tokens [T, L, K]."""
-    routes = []
-    for t, per_layer in enumerate(ids_tokens):
-        routes.append({"token_pos": t, "token_id": 100 + t, "token_str": "x",
-                       "phase": (phases[t] if phases else "decode"),
-                       "layers": {str(l): {"experts": [int(e) for e in per_layer[l]], "weights": [0.1] * K}
-                                  for l in range(len(per_layer))}})
-    doc = {"routes": routes}
-    if meta:
-        doc["meta"] = {"num_experts": E, "top_k": K, "num_moe_layers": L}
-    return doc
+from tests.workload.dumps import K, L, MODEL, dumps4, rand_ids, routes_doc, write_dump  # noqa: F401 (dumps4: a fixture)
 
 
 def test_cli_convert_then_stats_and_stats_on_the_dump(tmp_path, capsys):
@@ -65,28 +38,6 @@ def test_cli_errors_exit_2(tmp_path, capsys):
 
 
 # -- honest conversion: warnings, windows used, stats against the catalog's targets -------------
-def token_ids(seq: int, t: int) -> list[list[int]]:
-    """Expert ids of token t of sequence seq, per layer: distinct, and unique to (seq, t, layer)."""
-    return [[(seq * 17 + t * 5 + l + j * 8) % E for j in range(K)] for l in range(L)]
-
-
-def write_dump(path, seq: int, n_tokens: int) -> None:
-    routes = [{"token_pos": t, "phase": "decode",
-               "layers": {str(l): {"experts": ids} for l, ids in enumerate(token_ids(seq, t))}}
-              for t in range(n_tokens)]
-    path.write_text(json.dumps({"meta": {"num_experts": E, "top_k": K, "num_moe_layers": L}, "routes": routes}))
-
-
-@pytest.fixture
-def dumps4(tmp_path):
-    files = []
-    for seq, n in enumerate((3, 5, 2, 4)):
-        f = tmp_path / f"req{seq}.json"
-        write_dump(f, seq, n)
-        files.append(f)
-    return files
-
-
 def test_cli_convert_warns_and_evaluate_reports_the_windows_used(tmp_path, dumps4, capsys):
     f = tmp_path / "one.json"
     write_dump(f, 0, 6)

@@ -4,45 +4,15 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 
 from dse.errors import ConfigError
 from dse.search.objectives import load_objectives, objectives_from_dict, score
 from dse.search.study import load_study
+from tests.fixtures import TWO_MODEL_STUDY as GOOD, write_small_study as _files
 
 
-SPACE = '[params]\ncore_side = { type = "int", low = 2, high = 8, step = 2 }\n'
-
-
-OBJ = ('[[objectives]]\nmetric = "t_layer_us"\ndirection = "minimize"\n'
-       '[[objectives]]\nmetric = "dies"\n'
-       '[[constraints]]\nmetric = "die_area_mm2"\nle = "die_area_budget_mm2"\n')
-
-
-def _files(tmp_path: Path, study: str, space: str = SPACE, obj: str = OBJ) -> Path:
-    (tmp_path / "space.toml").write_text(space)
-    (tmp_path / "obj.toml").write_text(obj)
-    p = tmp_path / "study.toml"
-    p.write_text(textwrap.dedent(study))
-    return p
-
-
-GOOD = """
-    [study]
-    space = "space.toml"
-    objectives = "obj.toml"
-    trials = 5
-    [workload]
-    models = ["qwen3.5-35b-a3b", "glm-5.2"]
-    batch = 64
-    [base]
-    tile_width = 4
-    [base.mapping]
-    pooling = "direct"
-"""
 
 
 BAD_OBJECTIVES = [
