@@ -1,7 +1,7 @@
 """Move studies between storages: ``dse study copy`` and ``dse study list``.
 
-Any storage ``dse run`` accepts works on either side: ``sqlite:///FILE`` (or a plain ``.db`` /
-``.sqlite`` / ``.sqlite3`` path), ``postgresql://user:password@host/db``, ``journal:FILE``.
+Any storage ``dse run`` accepts works on either side: ``sqlite:///FILE`` (or a plain file
+path), ``postgresql://user:password@host/db``, ``journal:FILE``.
 Copies use ``optuna.copy_study``: every trial with its state, parameters, values, user and
 system attributes (the design, metrics and constraints ``dse front`` / ``dse export`` read), and the
 study's attributes (its fingerprint, objectives...), so the copy is a study like the original:
@@ -15,20 +15,10 @@ from typing import Any
 
 from dse.errors import ConfigError
 
-SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-
-
-def normalise_url(text: str) -> str:
-    """A storage URL; a plain SQLite file path becomes ``sqlite:///ABS_PATH``."""
-    if "://" not in text and not text.startswith(("journal:", "file:")) and text.endswith(SQLITE_SUFFIXES):
-        return f"sqlite:///{Path(text).resolve()}"
-    return text
-
-
 def open_any(url: str, *, must_exist: bool):
     """Open a storage; ``must_exist`` refuses a SQLite / journal file that is not there (opening
     would silently create an empty one)."""
-    from dse.search.storage import is_journal, journal_path, mask_url, open_storage
+    from dse.search.storage import is_journal, journal_path, mask_url, normalise_url, open_storage
     url = normalise_url(url)
     if must_exist:
         path = None

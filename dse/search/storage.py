@@ -8,6 +8,7 @@
                       re-queued (same parameters) on the next run
 * ``journal:PATH``, ``file:PATH`` or a path ending in ``.log`` / ``.jsonl`` -> JournalStorage on
                       a file (NFS-friendly, no server)
+* any other plain path -> that SQLite file (``copy.db`` = ``sqlite:///ABS/copy.db``)
 
 ``open_study`` opens the study of a ``StudyConfig`` and checks its fingerprint; ``finish_trial``
 writes a finished trial in one transaction; ``quiet_optuna`` is the one place optuna's log level
@@ -29,6 +30,7 @@ HEARTBEAT_GRACE_INTERVALS = 3      # a RUNNING trial silent for this many interv
 MAX_RETRY = 3
 SCHEMA_RACE_RETRIES = 5
 RDB_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb", "oracle", "mssql")
+_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
 def default_url(results_dir: Path, stem: str) -> str:
@@ -38,6 +40,14 @@ def default_url(results_dir: Path, stem: str) -> str:
     except OSError as exc:
         raise ConfigError(f"{results_dir}: cannot create the results folder ({exc.strerror})") from None
     return f"sqlite:///{(results_dir / f'{stem}.db').resolve()}"
+
+
+def normalise_url(text: str) -> str:
+    """A storage URL as given (``scheme://...``, ``journal:FILE``, ``*.log`` / ``*.jsonl``), or
+    ``sqlite:///ABS_PATH`` for any other plain path."""
+    if _URL_RE.match(text) or is_journal(text):
+        return text
+    return f"sqlite:///{Path(text).expanduser().resolve()}"
 
 
 def is_journal(url: str) -> bool:
@@ -83,7 +93,7 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
                   heartbeat_s: int):
     from optuna.storages import JournalStorage, RDBStorage
 
-    url = url_or_none or default_url(Path(results_dir), stem or _safe(study_name))
+    url = normalise_url(url_or_none) if url_or_none else default_url(Path(results_dir), stem or _safe(study_name))
     if is_journal(url):
         path = journal_path(url)
         try:
@@ -92,10 +102,11 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
             return JournalStorage(JournalFileBackend(str(path)))
         except OSError as exc:
             raise ConfigError(f"storage {mask_url(url)}: cannot open the journal file ({exc.strerror})") from None
-    scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
+    given = url.split(":", 1)[0].split("+", 1)[0]
+    scheme = given.lower()
     if scheme not in RDB_SCHEMES:
-        raise ConfigError(f"storage {mask_url(url)}: unknown URL scheme {scheme!r} (allowed: sqlite:///FILE, "
-                          f"postgresql://..., mysql://..., journal:FILE)")
+        raise ConfigError(f"storage {mask_url(url)}: unknown URL scheme {given!r} (allowed: sqlite:///FILE or a "
+                          f"file path, postgresql://..., mysql://..., journal:FILE)")
     engine_kwargs = _sqlite_engine_kwargs(url) if scheme == "sqlite" else {"pool_pre_ping": True}
     try:
         for attempt in range(SCHEMA_RACE_RETRIES + 1):

@@ -229,7 +229,7 @@ def study_from_dict(data: Mapping[str, Any], source: Path) -> StudyConfig:
         trials = trials_default
     cfg = StudyConfig(source=source.resolve(), name=name, base_name=name, space=space, objectives=objectives,
                       models=models, base=base, sampler=sname, sampler_settings=settings, trials=trials,
-                      seed=seed, batch=batch, storage=storage.strip() if storage else None, heartbeat_s=heartbeat,
+                      seed=seed, batch=batch, storage=_storage_url(storage, source), heartbeat_s=heartbeat,
                       results_dir=results_dir, description=desc)
     # Validate the base design once (one line naming the study file on a bad combination).
     DesignPoint.from_dict({**base, "model": models[0]}, source=f"{src} [workload]/[base]")
@@ -298,6 +298,18 @@ def _component(st: Mapping[str, Any], key: str, src: str, source: Path, loader, 
         return from_dict(v, source=f"{src} [study.{key}]")
     raise ConfigError(f"{src}: study.{key}: missing; expected a path to a {key} file (relative to the study "
                       f"file) or an inline table")
+
+
+def _storage_url(text: str | None, source: Path) -> str | None:
+    """study.storage as a URL; a plain file path is relative to the study file."""
+    from dse.search.storage import normalise_url
+    if not text or not text.strip():
+        return None
+    text = text.strip()
+    url = normalise_url(text)
+    if url != text and not Path(text).expanduser().is_absolute():
+        url = normalise_url(str(source.parent / text))
+    return url
 
 
 def _table(data: Mapping[str, Any], key: str, src: str, required: bool = False) -> Mapping[str, Any]:
