@@ -16,19 +16,14 @@ from typing import Any
 from dse.errors import ConfigError
 
 def open_any(url: str, *, must_exist: bool):
-    """Open a storage; ``must_exist`` refuses a SQLite / journal file that is not there (opening
-    would silently create an empty one)."""
-    from dse.search.storage import is_journal, journal_path, mask_url, normalise_url, open_storage
+    """Open a storage (a URL or a plain SQLite file path); ``must_exist`` opens it read-only and
+    refuses a SQLite / journal file that is not there (nothing is created or changed)."""
+    from dse.search.storage import MissingStorage, normalise_url, open_storage
     url = normalise_url(url)
-    if must_exist:
-        path = None
-        if url.startswith("sqlite:///"):
-            path = Path(url[len("sqlite:///"):])
-        elif is_journal(url):
-            path = journal_path(url)
-        if path is not None and not path.is_file():
-            raise ConfigError(f"storage {mask_url(url)}: no such file {path}")
-    return open_storage(url, "copy", Path("results")), url
+    try:
+        return open_storage(url, "copy", Path("results"), read_only=must_exist), url
+    except MissingStorage as exc:
+        raise ConfigError(str(exc)) from None
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,7 @@ class _Run:
         self.notify = notify
         self.cfg, self.fn, self.jobs = cfg, fn, jobs
         self.env = cfg.base_env()
+        make_sampler(cfg, cfg.seed)   # a sampler that cannot be built (missing extra) fails before any file
         self.pstudy, storage = open_study(cfg, create=True)
         optuna.storages.fail_stale_trials(self.pstudy)         # trials of dead `dse worker`s: re-queued
         n_existing = len(self.pstudy.get_trials(deepcopy=False))

@@ -13,11 +13,16 @@
 ``open_study`` opens the study of a ``StudyConfig`` and checks its fingerprint; ``finish_trial``
 writes a finished trial in one transaction; ``quiet_optuna`` is the one place optuna's log level
 and notices are set. ``mask_url`` hides passwords whenever a URL is printed.
+
+``read_only=True`` (front, plot, export, report, compare, study list) never creates or changes
+anything: a missing file is ``MissingStorage``, SQLite is opened ``mode=ro``, no table is created
+and PostgreSQL sessions refuse writes.
 """
 from __future__ import annotations
 
 import random
 import re
+from urllib.parse import quote
 import time
 import warnings
 from pathlib import Path
@@ -33,12 +38,17 @@ RDB_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb", "oracle",
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
-def default_url(results_dir: Path, stem: str) -> str:
-    """SQLite file under ``results_dir`` (created if absent)."""
-    try:
-        results_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"{results_dir}: cannot create the results folder ({exc.strerror})") from None
+class MissingStorage(ConfigError):
+    """A read-only open of a storage that does not exist (nothing was created)."""
+
+
+def default_url(results_dir: Path, stem: str, *, create: bool = True) -> str:
+    """SQLite file under ``results_dir`` (the folder is created unless ``create`` is false)."""
+    if create:
+        try:
+            results_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"{results_dir}: cannot create the results folder ({exc.strerror})") from None
     return f"sqlite:///{(results_dir / f'{stem}.db').resolve()}"
 
 
@@ -78,41 +88,42 @@ class quiet_optuna(warnings.catch_warnings):
 
 
 def open_storage(url_or_none: str | None, study_name: str, results_dir: Path, stem: str | None = None,
-                 heartbeat_s: int = HEARTBEAT_INTERVAL_S):
+                 heartbeat_s: int = HEARTBEAT_INTERVAL_S, *, read_only: bool = False):
     """Build the optuna storage for a study (see the module docstring for the URL forms).
 
     ``study_name`` names the default SQLite file when ``stem`` is not given. RDB storages record
     heartbeats every ``heartbeat_s`` seconds; a trial silent for ``HEARTBEAT_GRACE_INTERVALS``
-    of them is failed and re-queued.
+    of them is failed and re-queued. ``read_only``: create nothing (``MissingStorage`` when the
+    file is not there), write nothing.
     """
     with quiet_optuna():
-        return _open_storage(url_or_none, study_name, results_dir, stem, heartbeat_s)
+        return _open_storage(url_or_none, study_name, results_dir, stem, heartbeat_s, read_only)
 
 
 def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, stem: str | None,
-                  heartbeat_s: int):
-    from optuna.storages import JournalStorage, RDBStorage
+                  heartbeat_s: int, read_only: bool):
+    from optuna.storages import RDBStorage
 
-    url = normalise_url(url_or_none) if url_or_none else default_url(Path(results_dir), stem or _safe(study_name))
+    url = normalise_url(url_or_none) if url_or_none else \
+        default_url(Path(results_dir), stem or _safe(study_name), create=not read_only)
     if is_journal(url):
-        path = journal_path(url)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            from optuna.storages.journal import JournalFileBackend
-            return JournalStorage(JournalFileBackend(str(path)))
-        except OSError as exc:
-            raise ConfigError(f"storage {mask_url(url)}: cannot open the journal file ({exc.strerror})") from None
+        return _open_journal(url, read_only)
     given = url.split(":", 1)[0].split("+", 1)[0]
     scheme = given.lower()
     if scheme not in RDB_SCHEMES:
         raise ConfigError(f"storage {mask_url(url)}: unknown URL scheme {given!r} (allowed: sqlite:///FILE or a "
                           f"file path, postgresql://..., mysql://..., journal:FILE)")
-    engine_kwargs = _sqlite_engine_kwargs(url) if scheme == "sqlite" else {"pool_pre_ping": True}
+    db = sqlite_path(url) if scheme == "sqlite" else None
+    if read_only and db is not None and not db.is_file():
+        raise MissingStorage(f"{db}: no such file")
+    engine_kwargs = _sqlite_engine_kwargs(url, read_only) if scheme == "sqlite" else \
+        {"pool_pre_ping": True, **(_read_only_pg(scheme) if read_only else {})}
     try:
         for attempt in range(SCHEMA_RACE_RETRIES + 1):
             try:
                 return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
-                                  grace_period=HEARTBEAT_GRACE_INTERVALS * heartbeat_s, **retry_callback())
+                                  grace_period=HEARTBEAT_GRACE_INTERVALS * heartbeat_s,
+                                  skip_table_creation=read_only, **retry_callback())
             except Exception as exc:
                 # Several processes opening a fresh database at once race to create optuna's tables
                 # (PostgreSQL: duplicate key in pg_type / relation already exists); the loser retries.
@@ -123,11 +134,50 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
     except ImportError as exc:
         raise ConfigError(f"storage {mask_url(url)}: missing database driver ({exc})") from None
     except Exception as exc:  # sqlalchemy / driver errors: one line, password masked
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        inner = exc     # the driver's message, not optuna's commit wrapper
+        while inner.__cause__ is not None and str(inner.__cause__).strip():
+            inner = inner.__cause__
+        msg = str(inner).strip().splitlines()[0] if str(inner).strip() else type(exc).__name__
+        if read_only and ("no such table" in msg or "does not exist" in msg):
+            raise MissingStorage(f"storage {mask_url(url)}: holds no study") from None
         raise ConfigError(f"storage {mask_url(url)}: cannot connect ({mask_text(msg, url)})") from None
 
 
-def _sqlite_engine_kwargs(url: str) -> dict:
+def sqlite_path(url: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URL (None for other URLs and in-memory SQLite)."""
+    if not url.lower().startswith("sqlite:"):
+        return None
+    from sqlalchemy.engine import make_url
+    try:
+        db = make_url(url).database
+    except Exception:
+        return None
+    return Path(db) if db and db != ":memory:" else None
+
+
+def _open_journal(url: str, read_only: bool):
+    """JournalStorage on a file (created unless ``read_only``)."""
+    from optuna.storages import JournalStorage
+    path = journal_path(url)
+    if read_only and not path.is_file():
+        raise MissingStorage(f"{path}: no such file")
+    try:
+        if not read_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        from optuna.storages.journal import JournalFileBackend
+        return JournalStorage(JournalFileBackend(str(path)))
+    except OSError as exc:
+        raise ConfigError(f"storage {mask_url(url)}: cannot open the journal file ({exc.strerror})") from None
+
+
+def _read_only_pg(scheme: str) -> dict:
+    """PostgreSQL sessions that refuse writes (a read-only command cannot change the study)."""
+    if scheme in ("postgresql", "postgres"):
+        return {"connect_args": {"options": "-c default_transaction_read_only=on"}}
+    return {}
+
+
+def _sqlite_engine_kwargs(url: str, read_only: bool = False) -> dict:
     """SQLite files in WAL mode with ``synchronous=NORMAL``: about 3x fewer milliseconds per trial
     than the default rollback journal, still safe against a crashed or killed process (not
     against power loss of the last transactions). WAL needs a local file system: on NFS use
@@ -138,6 +188,10 @@ def _sqlite_engine_kwargs(url: str) -> dict:
     db = make_url(url).database
     if not db or db == ":memory:":
         return {"connect_args": {"timeout": 60}}
+    if read_only:   # mode=ro: no file, journal or WAL setting is created or changed
+        def connect_ro():
+            return sqlite3.connect(f"file:{quote(db)}?mode=ro", uri=True, timeout=60, check_same_thread=False)
+        return {"creator": connect_ro}
 
     def connect():
         conn = sqlite3.connect(db, timeout=60, check_same_thread=False)
@@ -166,14 +220,23 @@ def open_study(cfg: Any, *, create: bool, sampler: Any = None):
     """Open (or create) the optuna study of ``cfg``: ``(study, storage)``; check it was made by
     the same space, objectives, workloads and base design."""
     import optuna
-    storage = open_storage(cfg.storage, cfg.name, cfg.results_dir, stem=cfg.base_name, heartbeat_s=cfg.heartbeat_s)
     where = storage_label(cfg)
+    missing = ConfigError(f"{cfg.source}: no study {cfg.name!r} in {where}; run `dse run {cfg.command_args()}` "
+                          f"first")
     try:
+        storage = open_storage(cfg.storage, cfg.name, cfg.results_dir, stem=cfg.base_name,
+                               heartbeat_s=cfg.heartbeat_s, read_only=not create)
         storage.get_study_id_from_name(cfg.name)
-    except KeyError:
+    except (KeyError, MissingStorage):
         if not create:
-            raise ConfigError(f"{cfg.source}: no study {cfg.name!r} in {where}; run `dse run {cfg.command_args()}` "
-                              f"first") from None
+            raise missing from None
+    if not create:     # read-only: load, never write an attribute
+        with quiet_optuna():
+            study = optuna.load_study(study_name=cfg.name, storage=storage,
+                                      sampler=sampler or optuna.samplers.RandomSampler(seed=cfg.seed))
+        if study.user_attrs.get("dse_fingerprint", cfg.fingerprint()) != cfg.fingerprint():
+            raise _changed(cfg, where)
+        return study, storage
     with quiet_optuna():
         study = optuna.create_study(study_name=cfg.name, storage=storage, directions=cfg.objectives.directions,
                                     sampler=sampler or optuna.samplers.RandomSampler(seed=cfg.seed),
@@ -188,10 +251,14 @@ def open_study(cfg: Any, *, create: bool, sampler: Any = None):
                                     "models": list(cfg.models), "seed": cfg.seed, "version": __version__})
         study.set_user_attr("dse_fingerprint", fp)
     elif attrs["dse_fingerprint"] != fp:
-        raise ConfigError(f"{cfg.source}: study {cfg.name!r} in {where} was created from a different space, "
-                          f"objectives, workloads or base design; give [study] a new name, pass another "
-                          f"--storage, or delete the old results")
+        raise _changed(cfg, where)
     return study, storage
+
+
+def _changed(cfg: Any, where: str) -> ConfigError:
+    return ConfigError(f"{cfg.source}: study {cfg.name!r} in {where} was created from a different space, "
+                       f"objectives, workloads or base design; give [study] a new name, pass another "
+                       f"--storage, or delete the old results")
 
 
 def finish_trial(storage: Any, trial_id: int, ft: Any) -> None:
