@@ -32,7 +32,8 @@ from dse.search.grid_queue import grid_queue, waiting_params
 from dse.search.mirror import StudyMirror
 from dse.search.objectives import score
 from dse.search.samplers import SAMPLERS, batch_seed, make_sampler
-from dse.search.storage import open_study, quiet_optuna, storage_label
+from dse.search.sqlite_guard import driver_lock
+from dse.search.storage import open_study, quiet_optuna, storage_label, study_sqlite_path
 from dse.search.study import StudyConfig
 from dse.search.trials import Batch, DesignCache, too_many_failures
 
@@ -70,7 +71,8 @@ def run_study(cfg: StudyConfig, *, jobs: int = 1, progress: bool = False,
     address, or a local cluster of ``jobs`` worker processes). ``notify`` is called with each note
     for the user as it arises (also kept in ``RunSummary.notes``).
     """
-    with quiet_optuna():
+    make_sampler(cfg, cfg.seed)   # a sampler that cannot be built (missing extra) fails before any file
+    with quiet_optuna(), driver_lock(study_sqlite_path(cfg), cfg.name):
         return _Run(cfg, jobs, progress, evaluator or evaluate_design, notify).loop(
             max_batches, max_evaluations, on_batch, backend, scheduler)
 

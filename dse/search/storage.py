@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import ConfigError
+from dse.search.sqlite_guard import check_sqlite_file, check_sqlite_integrity
 
 HEARTBEAT_INTERVAL_S = 10          # default; a study's ``heartbeat`` or ``dse worker --heartbeat`` sets it
 HEARTBEAT_GRACE_INTERVALS = 3      # a RUNNING trial silent for this many intervals is stale
@@ -114,8 +115,11 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
         raise ConfigError(f"storage {mask_url(url)}: unknown URL scheme {given!r} (allowed: sqlite:///FILE or a "
                           f"file path, postgresql://..., mysql://..., journal:FILE)")
     db = sqlite_path(url) if scheme == "sqlite" else None
-    if read_only and db is not None and not db.is_file():
-        raise MissingStorage(f"{db}: no such file")
+    if db is not None:
+        if read_only and not db.is_file():
+            raise MissingStorage(f"{db}: no such file")
+        check_sqlite_file(db, write=not read_only)
+        check_sqlite_integrity(db)
     engine_kwargs = _sqlite_engine_kwargs(url, read_only) if scheme == "sqlite" else \
         {"pool_pre_ping": True, **(_read_only_pg(scheme) if read_only else {})}
     try:
@@ -140,7 +144,15 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
         msg = str(inner).strip().splitlines()[0] if str(inner).strip() else type(exc).__name__
         if read_only and ("no such table" in msg or "does not exist" in msg):
             raise MissingStorage(f"storage {mask_url(url)}: holds no study") from None
+        if db is not None:
+            raise ConfigError(f"{db}: cannot open the study database ({msg})") from None
         raise ConfigError(f"storage {mask_url(url)}: cannot connect ({mask_text(msg, url)})") from None
+
+
+def study_sqlite_path(cfg: Any) -> Path | None:
+    """The SQLite file of the study ``cfg`` (its folder created), None for other storages."""
+    url = normalise_url(cfg.storage) if cfg.storage else default_url(Path(cfg.results_dir), cfg.base_name)
+    return sqlite_path(url)
 
 
 def sqlite_path(url: str) -> Path | None:

@@ -1,0 +1,103 @@
+"""SQLite study files: one-line errors for what SQLite reports late or cryptically, and one
+``dse run`` driver per SQLite study.
+
+* ``check_sqlite_file``: a directory, a file that is not a SQLite database, a folder or file SQLite
+  cannot write in -> one line naming the file.
+* ``check_sqlite_integrity``: ``PRAGMA quick_check`` on a read-only connection; a truncated or
+  damaged database -> one line naming the file.
+* ``driver_lock``: an advisory ``flock`` on ``<db>.<study>.lock`` beside the database; a second
+  driver refuses with one line; the kernel releases it when its holder dies.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from pathlib import Path
+from urllib.parse import quote
+
+from dse.errors import ConfigError
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_sqlite_file(path: Path, *, write: bool) -> None:
+    """One line naming ``path`` when it is a directory, not a SQLite database, or (``write``) in a
+    folder or a file this process cannot write."""
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a directory, not a SQLite database")
+    if path.exists():
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(len(SQLITE_HEADER))
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read the study database ({exc.strerror})") from None
+        if head and head != SQLITE_HEADER:
+            raise ConfigError(f"{path}: not a SQLite database (it starts with {head[:8]!r}); pass another "
+                              f"--storage or move the file away")
+    if not write:
+        return
+    folder = path.parent
+    if not folder.is_dir():
+        raise ConfigError(f"{path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"{path}: the folder {folder} is not writable (SQLite writes its journal beside the "
+                          f"database); pass --storage in a writable place")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ConfigError(f"{path}: the study database is not writable")
+
+
+def check_sqlite_integrity(path: Path) -> None:
+    """``PRAGMA quick_check`` on a read-only connection: a truncated or damaged file is one line
+    naming it, before optuna reads it (milliseconds for a study database)."""
+    import sqlite3
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=60)
+        try:
+            rows = conn.execute("PRAGMA quick_check(1)").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise ConfigError(f"{path}: damaged or truncated SQLite database ({exc})") from None
+    if rows != [("ok",)]:
+        raise ConfigError(f"{path}: damaged or truncated SQLite database (quick_check: {rows[0][0]})")
+
+
+@contextlib.contextmanager
+def driver_lock(db: Path | None, study_name: str):
+    """Hold the run lock of study ``study_name`` in the SQLite file ``db`` (nothing for other
+    storages or a folder that does not exist yet); a second holder gets one line."""
+    if db is None or not db.parent.is_dir():
+        yield
+        return
+    import fcntl
+    lock = db.with_name(f"{db.name}.{re.sub(r'[^A-Za-z0-9_.-]', '_', study_name)}.lock")
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise ConfigError(f"{lock}: cannot create the run lock ({exc.strerror})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise ConfigError(f"{db}: study {study_name!r} is already being run by another `dse run` (pid "
+                              f"{holder}); wait for it to finish, or add processes with `dse worker`") from None
+        try:   # a finishing holder may have removed the file we locked: lock the current one
+            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
