@@ -1,10 +1,11 @@
 """SQLite study files: one-line errors for what SQLite reports late or cryptically, and one
 ``dse run`` driver per SQLite study.
 
-* ``check_sqlite_file``: a directory, a file that is not a SQLite database, a folder or file SQLite
-  cannot write in -> one line naming the file.
-* ``check_sqlite_integrity``: ``PRAGMA quick_check`` on a read-only connection; a truncated or
-  damaged database -> one line naming the file.
+* ``check_sqlite_file``: a directory, a folder or file SQLite cannot write in -> one line naming
+  the file. (It never opens the file itself: closing any descriptor of a SQLite file drops the
+  POSIX locks this process's connections hold on it.)
+* ``check_sqlite_integrity``: ``PRAGMA quick_check`` on a read-only SQLite connection; a file
+  that is not SQLite, a truncated or damaged database -> one line naming the file.
 * ``driver_lock``: an advisory ``flock`` on ``<db>.<study>.lock`` beside the database; a second
   driver refuses with one line; the kernel releases it when its holder dies.
 """
@@ -18,23 +19,11 @@ from urllib.parse import quote
 
 from dse.errors import ConfigError
 
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
 def check_sqlite_file(path: Path, *, write: bool) -> None:
-    """One line naming ``path`` when it is a directory, not a SQLite database, or (``write``) in a
-    folder or a file this process cannot write."""
+    """One line naming ``path`` when it is a directory, or (``write``) in a folder or a file this
+    process cannot write."""
     if path.is_dir():
         raise ConfigError(f"{path}: is a directory, not a SQLite database")
-    if path.exists():
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(len(SQLITE_HEADER))
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read the study database ({exc.strerror})") from None
-        if head and head != SQLITE_HEADER:
-            raise ConfigError(f"{path}: not a SQLite database (it starts with {head[:8]!r}); pass another "
-                              f"--storage or move the file away")
     if not write:
         return
     folder = path.parent
@@ -60,6 +49,8 @@ def check_sqlite_integrity(path: Path) -> None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
+        if "file is not a database" in str(exc):
+            raise ConfigError(f"{path}: not a SQLite database; pass another --storage or move the file away") from None
         raise ConfigError(f"{path}: damaged or truncated SQLite database ({exc})") from None
     if rows != [("ok",)]:
         raise ConfigError(f"{path}: damaged or truncated SQLite database (quick_check: {rows[0][0]})")
