@@ -12,8 +12,7 @@ import pytest
 
 from dse.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
-QUICK = ROOT / "studies/quickstart.toml"
+from tests.search.sqlite_study import QUICK, ROOT, copy_db, finished_db  # noqa: F401 (finished_db: a fixture)
 
 # (name, argv); add any new read-only command here.
 READ_ONLY = [
@@ -41,25 +40,11 @@ def _digest(folder: Path) -> dict[str, str]:
             and not (f.name.endswith("-wal") and not f.stat().st_size)}
 
 
-@pytest.fixture(scope="module")
-def finished_db(tmp_path_factory) -> Path:
-    """A quickstart study of 8 trials in a SQLite file (copied per test before use)."""
-    db = tmp_path_factory.mktemp("ro") / "q.db"
-    assert main(["run", str(QUICK), "--trials", "8", "--no-progress", "--storage", str(db)]) == 0
-    return db
-
-
-def _copy_db(src: Path, dst_dir: Path) -> Path:
-    for f in src.parent.glob(src.name + "*"):
-        shutil.copy2(f, dst_dir / f.name)
-    return dst_dir / src.name
-
-
 @pytest.mark.parametrize("name,template", READ_ONLY, ids=[n for n, _ in READ_ONLY])
 def test_read_only_command_leaves_the_database_bytes_unchanged(name, template, finished_db, tmp_path, capsys):
     store = tmp_path / "store"
     store.mkdir()
-    db = _copy_db(finished_db, store)
+    db = copy_db(finished_db, store)
     before = _digest(store)
     rc = main(_argv(template, study=QUICK, db=db, out=tmp_path))
     err = capsys.readouterr().err

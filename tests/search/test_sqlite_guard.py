@@ -5,7 +5,6 @@ with exactly its target, no trial lost or repeated."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -17,22 +16,7 @@ import pytest
 
 from dse.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
-QUICK = ROOT / "studies/quickstart.toml"
-
-
-@pytest.fixture(scope="module")
-def finished_db(tmp_path_factory) -> Path:
-    """A quickstart study of 8 trials in a SQLite file (copied per test before use)."""
-    db = tmp_path_factory.mktemp("guard") / "q.db"
-    assert main(["run", str(QUICK), "--trials", "8", "--no-progress", "--storage", str(db)]) == 0
-    return db
-
-
-def _copy_db(src: Path, dst_dir: Path) -> Path:
-    for f in src.parent.glob(src.name + "*"):
-        shutil.copy2(f, dst_dir / f.name)
-    return dst_dir / src.name
+from tests.search.sqlite_study import QUICK, copy_db, finished_db  # noqa: F401 (finished_db: a fixture)
 
 
 def _one_line(capsys, *needles: str) -> str:
@@ -68,7 +52,7 @@ def _checkpointed(src: Path, dst: Path) -> Path:
 def test_damaged_database_is_one_line_naming_the_file(damage, finished_db, tmp_path, capsys):
     work = tmp_path / "w"
     work.mkdir()
-    db = _checkpointed(_copy_db(finished_db, work), tmp_path)
+    db = _checkpointed(copy_db(finished_db, work), tmp_path)
     data = bytearray(db.read_bytes())
     page = int.from_bytes(data[16:18], "big") or 65536
     if damage == "truncated":
