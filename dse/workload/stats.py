@@ -51,6 +51,24 @@ def top_share(x: np.ndarray, m: int) -> np.ndarray:
     return s[..., :m].sum(axis=-1) / np.where(tot > 0, tot, 1.0)
 
 
+def load_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean over layers of the Pearson correlation of two per-expert load tables [layers, E].
+
+    Used as ``profile_load_correlation``: how much the profiling window's loads (which a semi-static
+    placement sees) tell about the measured window's (which it serves). ~0: the placement is
+    uninformed (an independent batch of other requests); 1: it saw the measured loads. Layers where
+    either side has no variance carry no information and are skipped; with none left it is 0.0."""
+    x = np.asarray(a, dtype=np.float64)
+    y = np.asarray(b, dtype=np.float64)
+    x = x - x.mean(axis=-1, keepdims=True)
+    y = y - y.mean(axis=-1, keepdims=True)
+    den = np.sqrt((x * x).sum(axis=-1) * (y * y).sum(axis=-1))
+    ok = den > 0
+    if not ok.any():
+        return 0.0
+    return float(((x * y).sum(axis=-1)[ok] / den[ok]).mean())
+
+
 def slice_sizes(batch: int) -> list[int]:
     """Sub-batch sizes whose U(b) is reported: powers of two below B, and B."""
     out = [1 << i for i in range(int(math.log2(batch)) + 1) if (1 << i) < batch]

@@ -83,6 +83,7 @@ class Workload:
     profile_steps_used: int = 0              # steps of the profiling window really used
     profile_window: str = "independent run"  # 'independent run' | 'trace prefix' | 'measured window'
     _coact: np.ndarray | None = field(default=None, repr=False)
+    _profile_corr: float | None = field(default=None, repr=False)
 
     def chunks(self) -> Iterator[np.ndarray]:
         """Load chunks [steps, layers, E] of consecutive measured steps."""
@@ -91,6 +92,19 @@ class Workload:
             return
         for ids in self.reader.chunks(CHUNK_STEPS, start=self.start):
             yield loads(ids, self.meta.n_experts)
+
+    def profile_correlation(self) -> float:
+        """``profile_load_correlation`` of this workload: profiling-window mean loads against the
+        measured window's mean loads (:func:`dse.workload.stats.load_correlation`), computed once."""
+        if self._profile_corr is None:
+            from dse.workload.stats import load_correlation
+            total, steps = None, 0
+            for c in self.chunks():
+                part = c.sum(axis=0, dtype=np.float64)
+                total = part if total is None else total + part
+                steps += len(c)
+            self._profile_corr = 0.0 if total is None else load_correlation(self.profile_load, total / steps)
+        return self._profile_corr
 
     def coact(self) -> np.ndarray:
         """Mean co-firing tokens per step of every expert pair [L, E, E] (profiling window)."""

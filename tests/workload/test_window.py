@@ -35,3 +35,44 @@ def test_bounded_cache_keeps_the_most_recent_entries():
     assert c.get_or_make("a", lambda: 4) == 4
     c.clear()
     assert c.get("b") is None
+
+
+def _pearson_oracle(a, b):
+    """Plain-Python per-layer Pearson correlation, averaged over layers with variance on both sides."""
+    out = []
+    for x, y in zip(a.tolist(), b.tolist()):
+        n = len(x)
+        mx, my = sum(x) / n, sum(y) / n
+        sxy = sum((u - mx) * (v - my) for u, v in zip(x, y))
+        sxx = sum((u - mx) ** 2 for u in x)
+        syy = sum((v - my) ** 2 for v in y)
+        if sxx > 0 and syy > 0:
+            out.append(sxy / (sxx * syy) ** 0.5)
+    return sum(out) / len(out) if out else 0.0
+
+
+def test_load_correlation_matches_a_plain_python_oracle():
+    import numpy as np
+    from dse.workload.stats import load_correlation
+    rng = np.random.default_rng(5)
+    a = rng.poisson(3.0, size=(7, 40)).astype(float)
+    b = 0.6 * a + rng.poisson(2.0, size=(7, 40))
+    a[3] = 2.0                                               # a layer without variance is skipped
+    assert abs(load_correlation(a, b) - _pearson_oracle(a, b)) < 1e-12
+    assert load_correlation(a, a) == 1.0 or abs(load_correlation(a, a) - 1.0) < 1e-12
+    assert load_correlation(np.ones((2, 4)), a[:2, :4]) == 0.0   # nothing informative: 0, never NaN
+
+
+def test_profile_load_correlation_says_whether_the_placement_saw_the_measured_loads():
+    from dse.pipeline.evaluate import evaluate
+    import numpy as np
+    base = {"trace_steps": 16, "profile_steps": 8}
+    indep = evaluate(DesignPoint.from_dict(base)).metrics
+    seen = evaluate(DesignPoint.from_dict({**base, "profile_steps": 0})).metrics
+    # an independent batch of other requests shares no router state with the measured one in the
+    # synthetic generator; profiling on the measured window itself is perfectly correlated
+    assert indep["profile_window"] == "independent run" and abs(indep["profile_load_correlation"]) < 0.1
+    assert seen["profile_window"] == "measured window" and seen["profile_load_correlation"] > 0.999
+    wl = workload(DesignPoint.from_dict(base), get_model(DesignPoint.from_dict(base).model))
+    assert np.isclose(indep["profile_load_correlation"],
+                      _pearson_oracle(wl.profile_load, wl.load.mean(axis=0)), rtol=0, atol=1e-12)

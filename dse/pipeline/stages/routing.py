@@ -24,7 +24,7 @@ SCHEDULE_KEYS = ("ideal_mfu", "occupancy", "actual_mfu", "rounds", "jobs_per_lay
 GUARANTEED_KEYS = ("union_experts", "union_source", *SCHEDULE_KEYS,
                    "no_pooling_weight_mb_per_token", "no_pooling_weight_energy_uj_per_token",
                    "schedule_cores", "schedule_pe_tiles", "trace_steps_measured", "profile_steps_used",
-                   "profile_window")
+                   "profile_window", "profile_load_correlation")
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -44,5 +44,6 @@ def run(ctx: Context) -> dict[str, Any]:
                no_pooling_weight_energy_uj_per_token=energy.energy_uj(nopool_bytes, C.reram_pj_per_byte),
                schedule_cores=dom.n_cores, schedule_pe_tiles=dom.units,
                trace_steps_measured=int(sched.samples // max(1, wl.meta.layers)),
-               profile_steps_used=wl.profile_steps_used, profile_window=wl.profile_window)
+               profile_steps_used=wl.profile_steps_used, profile_window=wl.profile_window,
+               profile_load_correlation=wl.profile_correlation())
     return out
