@@ -33,7 +33,8 @@ STREAM_BYTES = 32 * MIB           # traces whose load array exceeds this are str
 CHUNK_STEPS = 64                  # steps per streamed chunk
 LOAD_BYTES_PER_COUNT = 4          # the [steps, layers, E] load array holds int32 / float32 counts
 SMALL_PROFILE_STEPS = 16          # profiling window of a streamed trace without profile_steps
-MAX_WORKLOADS = 6                 # workloads kept per process
+MAX_WORKLOADS = 64                # workloads kept per process (an 8-model study needs 8 and more) ...
+WORKLOAD_CACHE_BYTES = 512 * MIB  # ... within this many bytes of load and id arrays
 PROFILE_SEED_MIX = 0x9E3779B9     # golden-ratio constant: decorrelates the profiling run's seed
 SEED_MASK = 0xFFFFFFFF            # seeds are 32-bit
 
@@ -42,27 +43,37 @@ V = TypeVar("V")
 
 
 class BoundedCache(Generic[K, V]):
-    """A thread-safe LRU map holding at most ``limit`` entries."""
+    """A thread-safe LRU map holding at most ``limit`` entries and, with ``nbytes``, at most
+    ``max_bytes`` of them (the newest entry is always kept)."""
 
-    def __init__(self, limit: int):
-        self.limit = limit
+    def __init__(self, limit: int, max_bytes: int | None = None, nbytes: Callable[[V], int] | None = None):
+        self.limit, self.max_bytes, self._nbytes = limit, max_bytes, nbytes
         self._lock = threading.Lock()
         self._items: OrderedDict[K, V] = OrderedDict()
+        self._sizes: dict[K, int] = {}
 
     def get(self, key: K) -> V | None:
         return self._items.get(key)
+
+    @property
+    def bytes(self) -> int:
+        return sum(self._sizes.values())
 
     def put(self, key: K, value: V) -> V:
         with self._lock:
             self._items[key] = value
             self._items.move_to_end(key)
-            while len(self._items) > self.limit:
-                self._items.popitem(last=False)
+            self._sizes[key] = int(self._nbytes(value)) if self._nbytes else 0
+            while len(self._items) > self.limit or (
+                    self.max_bytes is not None and len(self._items) > 1 and self.bytes > self.max_bytes):
+                old, _ = self._items.popitem(last=False)
+                self._sizes.pop(old, None)
         return value
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._sizes.clear()
 
     def get_or_make(self, key: K, make: Callable[[], V]) -> V:
         hit = self.get(key)
@@ -93,6 +104,12 @@ class Workload:
         for ids in self.reader.chunks(CHUNK_STEPS, start=self.start):
             yield loads(ids, self.meta.n_experts)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays this workload keeps in memory (streamed windows: the profile only)."""
+        arrays = (self.load, self.profile_ids, self.profile_load)
+        return sum(int(a.nbytes) for a in arrays if isinstance(a, np.ndarray))
+
     def profile_correlation(self) -> float:
         """``profile_load_correlation`` of this workload: profiling-window mean loads against the
         measured window's mean loads (:func:`dse.workload.stats.load_correlation`), computed once."""
@@ -120,7 +137,7 @@ class Workload:
         return self._coact
 
 
-WORKLOADS: BoundedCache[tuple, Workload] = BoundedCache(MAX_WORKLOADS)
+WORKLOADS: BoundedCache[tuple, Workload] = BoundedCache(MAX_WORKLOADS, WORKLOAD_CACHE_BYTES, lambda w: w.nbytes)
 
 
 def _profile_of(ids: np.ndarray, n_experts: int) -> np.ndarray:

@@ -76,3 +76,32 @@ def test_profile_load_correlation_says_whether_the_placement_saw_the_measured_lo
     wl = workload(DesignPoint.from_dict(base), get_model(DesignPoint.from_dict(base).model))
     assert np.isclose(indep["profile_load_correlation"],
                       _pearson_oracle(wl.profile_load, wl.load.mean(axis=0)), rtol=0, atol=1e-12)
+
+
+def test_bounded_cache_keeps_within_its_byte_budget_and_the_newest_entry():
+    from dse.workload.window import BoundedCache
+    c = BoundedCache(10, max_bytes=100, nbytes=lambda v: v)
+    c.put("a", 40)
+    c.put("b", 40)
+    c.put("c", 40)                                          # 120 > 100: the oldest goes
+    assert c.get("a") is None and c.bytes == 80
+    c.put("huge", 500)                                      # over budget alone: kept, the rest evicted
+    assert c.get("huge") == 500 and c.get("b") is None and c.get("c") is None
+
+
+def test_workload_cache_holds_an_eight_model_study():
+    # the byte size of a workload follows its arrays' shapes; the largest catalog model at its
+    # native batch and the default windows fits the byte budget eight times over
+    import numpy as np
+    from dse.workload.window import MAX_WORKLOADS, WORKLOAD_CACHE_BYTES
+    p = DesignPoint.from_dict({"trace_steps": 16, "profile_steps": 8})
+    m = get_model(p.model)
+    wl = workload(p, m)
+    assert wl.nbytes == wl.load.nbytes + wl.profile_ids.nbytes + wl.profile_load.nbytes
+    assert wl.load.shape == (16, m.moe_layers, m.experts) and wl.profile_ids.shape[:1] == (8,)
+    big = get_model("qwen3.5-397b-a17b")
+    d = DesignPoint.from_dict({})
+    per_entry = (d.trace_steps * big.moe_layers * big.experts * wl.load.itemsize
+                 + d.profile_steps * big.moe_layers * big.native_batch * big.top_k * 2
+                 + big.moe_layers * big.experts * np.dtype(np.float64).itemsize)
+    assert MAX_WORKLOADS >= 8 and 8 * per_entry < WORKLOAD_CACHE_BYTES
