@@ -30,7 +30,7 @@ def open_any(url: str, *, must_exist: bool):
 class StudyInfo:
     name: str
     trials: int
-    complete: int
+    complete: int            # scored trials, whatever state they are stored in (dse.search.stored)
     running: int
     waiting: int
     failed: int
@@ -41,13 +41,14 @@ def list_studies(url: str) -> list[StudyInfo]:
     from optuna.trial import TrialState
 
     from dse.search.storage import quiet_optuna
+    from dse.search.stored import is_scored
     with quiet_optuna():
         storage, _ = open_any(url, must_exist=True)
     out = []
     for s in storage.get_all_studies():
         trials = storage.get_all_trials(storage.get_study_id_from_name(s.study_name), deepcopy=False)
-        by = {st: sum(1 for t in trials if t.state == st) for st in TrialState}
-        out.append(StudyInfo(s.study_name, len(trials), by[TrialState.COMPLETE], by[TrialState.RUNNING],
+        by = {st: sum(1 for t in trials if t.state == st and not is_scored(t)) for st in TrialState}
+        out.append(StudyInfo(s.study_name, len(trials), sum(is_scored(t) for t in trials), by[TrialState.RUNNING],
                              by[TrialState.WAITING], by[TrialState.FAIL],
                              tuple(d.name.lower() for d in s.directions)))
     return out

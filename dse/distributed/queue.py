@@ -95,7 +95,7 @@ def queue_grid(study, cfg: StudyConfig, created: bool, *, wait_s: float, log: Ca
     if GRID_ATTR in study.user_attrs:
         return min(target, int(study.user_attrs[GRID_ATTR]))
     log(f"no grid queue mark after {wait_s:.0f} s: queueing the missing grid points")
-    cache, complete, _ = DesignCache.from_trials(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+    cache, complete, _ = DesignCache.from_trials(study.get_trials(deepcopy=False))   # scored, in any stored state
     pending = study.get_trials(deepcopy=False, states=(TrialState.WAITING, TrialState.RUNNING))
     queued = [dict(t.system_attrs.get("fixed_params", t.params)) for t in pending]
     missing = grid_queue(cfg, cache, queued)

@@ -1,6 +1,8 @@
 """Exactly N complete trials, whatever the number of workers and however many of them die.
 
-A trial *holds a slot* while it is WAITING, RUNNING or COMPLETE. Trial numbers are assigned
+A trial *holds a slot* while it is WAITING, RUNNING or COMPLETE (an evaluated infeasible, repeated
+or non-finite trial is stored PRUNED / FAIL with its values, ``dse.search.stored``: it counts as
+COMPLETE). Trial numbers are assigned
 serially by the storage (optuna locks the study row while creating a trial), so the slot of a
 trial is the number of slot-holding trials with a smaller number. A worker evaluates a trial only
 if its slot is < N; otherwise it lost a race at the end of the study and records the trial as
@@ -16,6 +18,7 @@ from typing import Any, Iterable
 from optuna.trial import TrialState
 
 from dse.search import optuna_compat as oc
+from dse.search.stored import VALUES_ATTR, is_scored
 
 HOLDING = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
 
@@ -35,7 +38,9 @@ def counts_of(trials: Iterable[Any]) -> Counts:
     """Counts by state of a list of (frozen) trials."""
     n = {TrialState.COMPLETE: 0, TrialState.RUNNING: 0, TrialState.WAITING: 0}
     for t in trials:
-        if t.state in n:
+        if is_scored(t):
+            n[TrialState.COMPLETE] += 1
+        elif t.state in n:
             n[t.state] += 1
     return Counts(n[TrialState.COMPLETE], n[TrialState.RUNNING], n[TrialState.WAITING])
 
@@ -45,7 +50,10 @@ def _count_sql(study: Any, number: int | None) -> dict[TrialState, int] | None:
     rdb = oc.rdb(study)
     if rdb is None:
         return None
-    return oc.count_by_state(rdb, oc.study_id(study), number)
+    by = oc.count_by_state(rdb, oc.study_id(study), number)
+    scored = oc.count_with_user_attr(rdb, oc.study_id(study), VALUES_ATTR, number)   # stored PRUNED / FAIL
+    by[TrialState.COMPLETE] = by.get(TrialState.COMPLETE, 0) + scored
+    return by
 
 
 def counts(study: Any) -> Counts:
@@ -61,7 +69,8 @@ def slot(study: Any, number: int) -> int:
     """Slot-holding trials numbered below ``number``."""
     by = _count_sql(study, number)
     if by is None:
-        return sum(1 for t in study.get_trials(deepcopy=False, states=HOLDING) if t.number < number)
+        return sum(1 for t in study.get_trials(deepcopy=False) if t.number < number
+                   and (t.state in HOLDING or is_scored(t)))
     return sum(by.get(s, 0) for s in HOLDING)
 
 

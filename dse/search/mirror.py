@@ -11,6 +11,10 @@ a RUNNING trial in the storage (it holds a slot and has a heartbeat) and fills i
 at start; later, those other processes wrote) and, for ``dse run``, queues the parameters of
 persistent WAITING trials (re-queued trials of dead workers, grid points); the result of such a
 trial is written into that same persistent trial.
+
+The in-memory study holds trials as told to the sampler (an infeasible trial is COMPLETE with its
+constraints); the persistent one holds their stored form (``dse.search.stored``): ``write``
+stores, ``sync`` / ``rebuild`` turn stored trials back (``stored.sampler_form``).
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from typing import Any, Sequence
 
 from dse.search import optuna_compat
 from dse.search.storage import finish_trial
+from dse.search.stored import sampler_form, stored_form
 
 
 class StudyMirror:
@@ -34,7 +39,8 @@ class StudyMirror:
         self.mem = optuna.create_study(directions=self.directions, sampler=sampler)
 
     def sync(self, *, queue_waiting: bool = True, states: Sequence[Any] | None = None) -> list:
-        """Mirror new finished persistent trials (of ``states`` if given); return them (frozen).
+        """Mirror new finished persistent trials (of ``states`` if given, as told to the sampler:
+        a scored trial stored PRUNED counts as COMPLETE); return them (frozen, as stored).
         ``queue_waiting``: also queue the parameters of persistent WAITING trials."""
         from optuna.trial import TrialState
         new = []
@@ -42,7 +48,7 @@ class StudyMirror:
             tid = optuna_compat.trial_id(t)
             if tid in self.seen:
                 continue
-            if t.state.is_finished() and (states is None or t.state in states):
+            if t.state.is_finished() and (states is None or sampler_form(t).state in states):
                 self.seen.add(tid)
                 self._add(t)
                 new.append(t)
@@ -67,7 +73,7 @@ class StudyMirror:
 
     def _add(self, t) -> None:
         try:
-            self.mem.add_trial(t)
+            self.mem.add_trial(sampler_form(t))
         except ValueError:  # e.g. a failed trial without parameters: nothing to learn from
             pass
 
@@ -107,6 +113,6 @@ class StudyMirror:
         written (a new trial if someone else claimed it)."""
         from optuna.trial import TrialState
         if not self.storage.set_trial_state_values(pid, state=TrialState.RUNNING):
-            return self.storage.create_new_trial(self.sid, template_trial=ft)
+            return self.storage.create_new_trial(self.sid, template_trial=stored_form(ft))
         finish_trial(self.storage, pid, ft)
         return pid

@@ -103,6 +103,23 @@ def count_by_state(rdb_storage: Any, sid: int, below_number: int | None = None) 
         session.close()
 
 
+def count_with_user_attr(rdb_storage: Any, sid: int, key: str, below_number: int | None = None) -> int:
+    """Trials of a study (numbered below ``below_number`` only, if given) that carry the user
+    attribute ``key``: one ``COUNT(*)`` over a join, without reading the trials."""
+    import sqlalchemy as sa
+    M = _models()
+    T, U = M.TrialModel, M.TrialUserAttributeModel
+    q = (sa.select(sa.func.count()).select_from(T).join(U, U.trial_id == T.trial_id)
+         .where(T.study_id == sid, U.key == key))
+    if below_number is not None:
+        q = q.where(T.number < below_number)
+    session = _session(rdb_storage)
+    try:
+        return int(session.execute(q).scalar_one())
+    finally:
+        session.close()
+
+
 def oldest_waiting_ids(rdb_storage: Any, sid: int, limit: int) -> list[int]:
     """Ids of the ``limit`` lowest-numbered WAITING trials of a study."""
     import sqlalchemy as sa

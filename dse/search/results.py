@@ -3,7 +3,10 @@
 ``load_results(cfg)`` opens the study addressed by a ``StudyConfig`` (same file, storage and
 overrides as ``dse run``) and returns ``StudyResults``. The front holds feasible, finished,
 distinct designs only (a repeated proposal counts once: its first trial); see
-``dse.search.pareto`` for the knee method and the hypervolume.
+``dse.search.pareto`` for the knee method and the hypervolume. Trials read back as told to the
+sampler (``dse.search.stored.sampler_form``: an infeasible trial stored PRUNED is a COMPLETE
+record here, ``stored`` says how it is stored), so studies written before the stored form read the
+same.
 
 Hypervolume as reported by ``dse front``: objectives normalised to [0, 1] between the ideal and
 the nadir of all feasible trials (0 = best), reference point 1.1 in every objective, so the value
@@ -18,7 +21,9 @@ from typing import Any
 import numpy as np
 
 from dse.search import pareto
+from dse.search.stored import OUTCOME_ATTR, sampler_form
 from dse.search.study import StudyConfig
+from dse.search.trials import constraint_keys
 
 
 @dataclass
@@ -33,8 +38,10 @@ class TrialRecord:
     design_key: str
     duplicate_of: int | None
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)   # {model: metrics}
-    constraints: dict[str, float] = field(default_factory=dict)
+    constraints: dict[str, float] = field(default_factory=dict)   # infeasible_workloads, c0, c1, ...
     error: str = ""
+    stored: str = ""          # state in the storage (differs from ``state``: see dse.search.stored)
+    outcome: str = ""         # why it is not stored COMPLETE (``dse_outcome``)
 
     @property
     def complete(self) -> bool:
@@ -158,6 +165,7 @@ def load_results(cfg: StudyConfig) -> StudyResults:
         study, _ = open_study(cfg, create=False)
         trials = study.get_trials(deepcopy=False)
     by_number = {t.number: t for t in trials}
+    cnames = constraint_keys(cfg)
     recs = []
     for t in trials:
         ua = t.user_attrs.get("dse", {})
@@ -165,11 +173,21 @@ def load_results(cfg: StudyConfig) -> StudyResults:
         metrics = ua.get("metrics")
         if metrics is None and dup is not None and dup in by_number:
             metrics = by_number[dup].user_attrs.get("dse", {}).get("metrics")
+        told = sampler_form(t)
         recs.append(TrialRecord(
-            number=t.number, state=t.state.name, values=list(t.values) if t.values is not None else None,
+            number=t.number, state=told.state.name, values=list(told.values) if told.values is not None else None,
             feasible=bool(ua.get("feasible", False)), reason=str(ua.get("reason", "")),
             design=dict(ua.get("design", {})),
             params=dict(t.params) if t.state.name != "WAITING" else dict(t.system_attrs.get("fixed_params", {})),
             design_key=str(t.user_attrs.get("design_key", "")), duplicate_of=dup, metrics=dict(metrics or {}),
-            constraints=dict(t.constraints), error=str(ua.get("error", ""))))
+            constraints=_named(t.constraints, cnames), error=str(ua.get("error", "")),
+            stored=t.state.name, outcome=str(t.user_attrs.get(OUTCOME_ATTR, ""))))
     return StudyResults(cfg, recs, dict(study.user_attrs))
+
+
+def _named(cons: dict[str, float], names: list[str]) -> dict[str, float]:
+    """Constraint values by dse's names: the stored list form reads as keys "0", "1", ...;
+    studies written before it hold ``constraints:<name>`` keys (already named)."""
+    if cons and all(k.isdigit() for k in cons) and len(cons) == len(names):
+        return dict(zip(names, cons.values()))
+    return dict(cons)

@@ -264,6 +264,8 @@ def open_study(cfg: Any, *, create: bool, sampler: Any = None):
         study.set_user_attr("dse_fingerprint", fp)
     elif attrs["dse_fingerprint"] != fp:
         raise _changed(cfg, where)
+    if study.metric_names is None:     # objective names for optuna-dashboard (older studies too)
+        study.set_metric_names(list(cfg.objectives.names))
     return study, storage
 
 
@@ -277,8 +279,11 @@ def finish_trial(storage: Any, trial_id: int, ft: Any) -> None:
     """Write the finished trial ``ft`` into the RUNNING trial ``trial_id``: one transaction on RDB
     storages, one call per item elsewhere (journal). Raises
     ``optuna.exceptions.UpdateFinishedTrialError`` if that trial is already finished (another
-    worker failed it as stale: its re-queued copy carries the work on)."""
+    worker failed it as stale: its re-queued copy carries the work on). ``ft`` is the trial as
+    told to the sampler; what is written is its stored form (``dse.search.stored``)."""
     from dse.search import optuna_compat
+    from dse.search.stored import stored_form
+    ft = stored_form(ft)
     rdb = optuna_compat.rdb(storage)
     if rdb is not None:
         return optuna_compat.write_finished_trial(rdb, trial_id, ft)

@@ -17,8 +17,11 @@ Per trial the storage keeps two user attributes:
                   "feasible": bool, "reason": str}``, plus ``"duplicate_of": first trial`` for a
                   repeated design (metrics then live with the first) or ``"error"`` for a failed one
 
-and the constraint values optuna's samplers read (``Trial.set_constraint``, <= 0 satisfied):
-``infeasible_workloads`` then ``c0``, ``c1``, ... in the order of the objective file.
+plus ``dse_outcome`` (why, for a trial not stored COMPLETE), and the constraint values optuna's
+samplers read (``Trial.set_constraint``, <= 0 satisfied): ``infeasible_workloads`` then ``c0``,
+``c1``, ... in the order of the objective file. This is the trial as told to the sampler; the
+storage holds its stored form (``dse.search.stored``: infeasible, repeated and non-finite trials
+are not COMPLETE there, so optuna-dashboard's best trials are ``dse front``).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 from dse.search.evaluation import EvaluationPool, Evaluator, Outcome, design_key
 from dse.search.objectives import score
+from dse.search.stored import OUTCOME_ATTR, is_scored, outcome
 
 if TYPE_CHECKING:
     from dse.search.study import StudyConfig
@@ -45,22 +49,27 @@ def constraint_keys(cfg: "StudyConfig") -> list[str]:
     return ["infeasible_workloads"] + [f"c{i}" for i in range(len(cfg.objectives.constraints))]
 
 
-def record(cfg: "StudyConfig", trial, key: str, design: Mapping[str, Any], outcome: Outcome,
+def record(cfg: "StudyConfig", trial, key: str, design: Mapping[str, Any], result: Outcome,
            duplicate_of: int | None = None) -> list[float] | None:
     """Set the trial's user attributes and constraints; return its objective values (None: failed)."""
     rec: dict[str, Any] = {"design": dict(design)}
     if duplicate_of is not None:
         rec["duplicate_of"] = duplicate_of
     trial.set_user_attr("design_key", key)
-    if not outcome.ok:
-        rec["error"] = outcome.error
+    names = cfg.objectives.names
+    if not result.ok:
+        rec["error"] = result.error
         trial.set_user_attr("dse", rec)
+        trial.set_user_attr(OUTCOME_ATTR, outcome(False, "", None, names, duplicate_of, result.error))
         return None
-    sc = score(outcome.metrics, cfg.objectives)
+    sc = score(result.metrics, cfg.objectives)
     if duplicate_of is None:
-        rec["metrics"] = outcome.metrics
+        rec["metrics"] = result.metrics
     rec["feasible"], rec["reason"] = sc.feasible, sc.reason
     trial.set_user_attr("dse", rec)
+    why = outcome(sc.feasible, sc.reason, sc.values, names, duplicate_of)
+    if why:
+        trial.set_user_attr(OUTCOME_ATTR, why)
     for name, v in zip(constraint_keys(cfg), sc.constraints):
         trial.set_constraint(name, v)
     return sc.values
@@ -96,8 +105,9 @@ class DesignCache:
             self._by_key[key] = CachedDesign(number, outcome.metrics)
 
     def add_trial(self, t) -> bool:
-        """Add a finished trial (frozen) of the study; True if it is COMPLETE."""
-        if t.state.name != "COMPLETE":
+        """Add a finished trial (frozen, stored or as told) of the study; True if it was scored
+        (COMPLETE as told to the sampler: it counts toward the target)."""
+        if not is_scored(t):
             return False
         rec = t.user_attrs.get("dse", {})
         key = t.user_attrs.get("design_key")
@@ -107,7 +117,7 @@ class DesignCache:
 
     @classmethod
     def from_trials(cls, trials: Iterable) -> tuple["DesignCache", int, int]:
-        """The cache of a study's finished trials, with its COMPLETE and feasible counts."""
+        """The cache of a study's finished trials, with its scored and feasible counts."""
         cache, complete, feasible = cls(), 0, 0
         for t in trials:
             if cache.add_trial(t):

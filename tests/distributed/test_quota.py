@@ -19,3 +19,26 @@ def test_quota_slots(tmp_path):
     # holding with smaller numbers: 0 (complete); 3 and 4 running; 5 waiting
     assert quota.slot(study, 3) == 1 and quota.slot(study, 4) == 2 and quota.slot(study, 6) == 4
     assert quota.holds_slot(study, 4, target=3) and not quota.holds_slot(study, 4, target=2)
+
+
+def test_scored_trials_stored_pruned_or_failed_hold_slots(tmp_path):
+    """An infeasible (PRUNED) or non-finite (FAIL) trial that was scored is stored with its values
+    (``dse.search.stored``) and counts as COMPLETE; a surplus PRUNED or failed trial does not.
+    Both the SQL count (RDB) and the trial scan (other storages)."""
+    import optuna
+    from optuna.trial import TrialState
+
+    from dse.distributed import quota
+    from dse.search.stored import VALUES_ATTR
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    for storage in (f"sqlite:///{tmp_path / 's.db'}", None):
+        study = optuna.create_study(storage=storage)
+        ts = [study.ask() for _ in range(5)]
+        ts[0].set_user_attr(VALUES_ATTR, [1.0])
+        study.tell(ts[0], state=TrialState.PRUNED)          # infeasible, scored
+        study.tell(ts[1], state=TrialState.PRUNED)          # surplus
+        ts[2].set_user_attr(VALUES_ATTR, ["inf"])
+        study.tell(ts[2], state=TrialState.FAIL)            # non-finite objective, scored
+        study.tell(ts[3], state=TrialState.FAIL)            # evaluation error
+        assert quota.counts(study) == quota.Counts(complete=2, running=1, waiting=0), storage
+        assert quota.slot(study, 2) == 1 and quota.slot(study, 4) == 2 and quota.slot(study, 5) == 3

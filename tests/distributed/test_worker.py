@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from dse.search.stored import is_scored
 from dse.search.study import load_study
 from tests.fixtures import write_distributed_study as write_study
 
@@ -78,7 +79,7 @@ def test_three_workers_one_killed_exact_trials_and_same_front(tmp_path, postgres
     # Kill w1 while it holds RUNNING trials (mid-batch), after the study is well under way.
     def w1_running():
         ts = trials_of(study, postgres_url)
-        done = sum(t.state == TrialState.COMPLETE for t in ts)
+        done = sum(is_scored(t) for t in ts)
         mine = [t.number for t in ts if t.state == TrialState.RUNNING and t.user_attrs.get("dse_worker") == "w1"]
         return mine if done >= 60 and mine else None
 
@@ -97,7 +98,7 @@ def test_three_workers_one_killed_exact_trials_and_same_front(tmp_path, postgres
         assert postgres_url.split(":")[2].split("@")[0] not in out + err  # password never printed
 
     ts = trials_of(study, postgres_url)
-    complete = [t for t in ts if t.state == TrialState.COMPLETE]
+    complete = [t for t in ts if is_scored(t)]       # infeasible ones are stored PRUNED (dse.search.stored)
     assert len(complete) == 300
     keys = [t.user_attrs["design_key"] for t in complete]
     assert len(set(keys)) == 300, "a design was completed twice"
@@ -121,27 +122,26 @@ def test_three_workers_one_killed_exact_trials_and_same_front(tmp_path, postgres
 
 
 def test_sqlite_run_sigkill_then_resume_keeps_every_completed_trial(tmp_path):
-    from optuna.trial import TrialState
     study = write_study(tmp_path, sampler="random", trials=120, batch=4, name="crash")
     url = f"sqlite:///{tmp_path / 'crash.db'}"
     p = dse("run", str(study), "--storage", url, "--no-progress")
-    wait_for(lambda: sum(t.state == TrialState.COMPLETE for t in trials_of(study, url)) >= 30, 180,
+    wait_for(lambda: sum(is_scored(t) for t in trials_of(study, url)) >= 30, 180,
              "30 complete trials")
     p.send_signal(signal.SIGKILL)
     rc, _, _ = finish(p)
     assert rc == -signal.SIGKILL
-    before = {t.number: (t.values, t.params, t.user_attrs.get("design_key"))
-              for t in trials_of(study, url) if t.state == TrialState.COMPLETE}
+    before = {t.number: (t.state, t.values, t.params, t.user_attrs.get("design_key"))
+              for t in trials_of(study, url) if is_scored(t)}
     assert 30 <= len(before) < 120
 
     rc, out, err = finish(dse("run", str(study), "--storage", url, "--no-progress"))
     assert rc == 0, err
     after = {t.number: t for t in trials_of(study, url)}
-    for n, (values, params, key) in before.items():
+    for n, (state, values, params, key) in before.items():
         t = after[n]
-        assert t.state == TrialState.COMPLETE and t.values == values and t.params == params
+        assert t.state == state and t.values == values and t.params == params
         assert t.user_attrs.get("design_key") == key
-    assert sum(t.state == TrialState.COMPLETE for t in after.values()) == 120
+    assert sum(is_scored(t) for t in after.values()) == 120
 
 
 def test_sigterm_records_the_in_flight_batch(tmp_path):
@@ -149,7 +149,7 @@ def test_sigterm_records_the_in_flight_batch(tmp_path):
     study = write_study(tmp_path, sampler="random", trials=100000, batch=4, name="term")
     url = f"sqlite:///{tmp_path / 'term.db'}"
     p = dse("worker", str(study), "--storage", url, "--worker-id", "t")
-    wait_for(lambda: sum(t.state == TrialState.COMPLETE for t in trials_of(study, url)) >= 8, 120,
+    wait_for(lambda: sum(is_scored(t) for t in trials_of(study, url)) >= 8, 120,
              "8 complete trials")
     p.send_signal(signal.SIGTERM)
     rc, out, err = finish(p, timeout=60)
@@ -158,4 +158,4 @@ def test_sigterm_records_the_in_flight_batch(tmp_path):
     ts = trials_of(study, url)
     assert not [t for t in ts if t.state in (TrialState.RUNNING, TrialState.WAITING)]
     assert not [t for t in ts if t.state == TrialState.FAIL]
-    assert f"{sum(t.state == TrialState.COMPLETE for t in ts)}/100000 complete" in out
+    assert f"{sum(is_scored(t) for t in ts)}/100000 complete" in out

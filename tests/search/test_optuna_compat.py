@@ -72,6 +72,21 @@ def test_count_by_state_and_oldest_waiting(rdb_study):
     assert oc.oldest_waiting_ids(storage, sid, 8) == [oc.trial_id(w) for w in waiting]
 
 
+def test_count_with_user_attr(rdb_study):
+    study, storage = rdb_study
+    for i in range(4):
+        t = study.ask()
+        if i % 2:
+            t.set_user_attr("mark", i)
+        t.set_user_attr("other", i)
+        study.tell(t, state=TrialState.PRUNED)
+    sid = oc.study_id(study)
+    assert oc.count_with_user_attr(storage, sid, "mark") == 2
+    assert oc.count_with_user_attr(storage, sid, "mark", below_number=3) == 1
+    assert oc.count_with_user_attr(storage, sid, "other") == 4
+    assert oc.count_with_user_attr(storage, sid, "absent") == 0
+
+
 def test_ids_with_heartbeat(rdb_study):
     study, storage = rdb_study
     a, b = study.ask(), study.ask()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from dse.cli import main
+from dse.search.stored import is_scored
 
 from tests.search.sqlite_study import QUICK, copy_db, finished_db  # noqa: F401 (finished_db: a fixture)
 
@@ -118,7 +119,7 @@ def test_second_driver_on_one_sqlite_study_refuses_then_resume_is_exact(tmp_path
                             "--storage", str(db)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     ts = optuna.load_study(study_name="quickstart", storage=f"sqlite:///{db}").get_trials(deepcopy=False)
-    complete = [t for t in ts if t.state.name == "COMPLETE"]
+    complete = [t for t in ts if is_scored(t)]        # infeasible / repeated trials are stored PRUNED
     assert len(complete) == target
     assert len({t.number for t in complete}) == target
     # Trials the SIGKILLed driver held stay RUNNING until their heartbeat expires (a later run
