@@ -3,7 +3,7 @@
 optuna on an RDB storage costs several transactions per ask / suggest / attribute / tell (about
 60-90 ms per trial on SQLite, 15+ statements); here the sampler works on an in-memory study and
 each finished trial is written to the persistent storage in one transaction
-(``storage.finish_trial``). ``dse run`` writes a new trial that way (nothing of it is ever RUNNING
+(``optuna_compat.add_finished_trial``). ``dse run`` writes a new trial that way (nothing of it is ever RUNNING
 in the storage, so a killed run leaves only finished trials behind); ``dse worker`` first reserves
 a RUNNING trial in the storage (it holds a slot and has a heartbeat) and fills it the same way.
 
@@ -37,6 +37,7 @@ class StudyMirror:
         self.queued: list[int] = []              # persistent WAITING ids queued in mem, in order
         self.directions = list(directions)
         self.mem = optuna.create_study(directions=self.directions, sampler=sampler)
+        self.held: list = []                     # the finished trials ``mem`` holds, in order
 
     def sync(self, *, queue_waiting: bool = True, states: Sequence[Any] | None = None) -> list:
         """Mirror new finished persistent trials (of ``states`` if given, as told to the sampler:
@@ -61,9 +62,16 @@ class StudyMirror:
 
     def rebuild(self, trials: Sequence, sampler) -> None:
         """Start the in-memory study afresh from ``trials`` (finished, in order) with ``sampler``;
-        persistent WAITING trials already queued are queued again, in order."""
+        persistent WAITING trials already queued are queued again, in order. When the in-memory
+        study holds exactly ``trials`` and nothing else (the usual case between two batches), only
+        the sampler is replaced, if no sampler left state in the study (NSGA-II keeps its parent
+        population there): the study a fresh rebuild gives, without re-adding every trial."""
         import optuna
+        if not self.queued and self._holds_only(trials) and not optuna_compat.study_system_attrs(self.mem):
+            self.mem.sampler = sampler
+            return
         self.mem = optuna.create_study(directions=self.directions, sampler=sampler)
+        self.held = []
         for t in trials:
             self._add(t)
         self.waiting.clear()
@@ -71,11 +79,18 @@ class StudyMirror:
             t = self.storage.get_trial(tid)
             self.mem.enqueue_trial(dict(t.system_attrs.get("fixed_params") or t.params))
 
+    def _holds_only(self, trials: Sequence) -> bool:
+        """Whether ``mem`` holds the finished ``trials`` (the same objects, in order) and no other."""
+        return (len(trials) == len(self.held) == len(self.mem.get_trials(deepcopy=False))
+                and all(a is b for a, b in zip(trials, self.held)))
+
     def _add(self, t) -> None:
         try:
             self.mem.add_trial(sampler_form(t))
         except ValueError:  # e.g. a failed trial without parameters: nothing to learn from
-            pass
+            self.held.append(None)   # not held: a later rebuild from these trials starts afresh
+            return
+        self.held.append(t)
 
     def ask(self, fixed: dict[str, Any] | None = None):
         """An in-memory trial; ``fixed`` parameters (a queued grid point, a re-queued trial) win.
@@ -91,8 +106,11 @@ class StudyMirror:
         """Tell the in-memory trial (``values`` None: failed); return it finished (frozen)."""
         from optuna.trial import TrialState
         if values is None:
-            return self.mem.tell(trial, state=TrialState.FAIL)
-        return self.mem.tell(trial, values=values)
+            ft = self.mem.tell(trial, state=TrialState.FAIL)
+        else:
+            ft = self.mem.tell(trial, values=values)
+        self.held.append(ft)
+        return ft
 
     def write(self, trial, ft) -> int:
         """Write the told in-memory ``trial`` (finished as ``ft``) to the persistent storage: into
@@ -101,8 +119,13 @@ class StudyMirror:
         if pid is not None:
             pid = self._fill(pid, ft)
         else:
-            # a RUNNING trial, then everything at once: one transaction on RDB storages instead of
-            # optuna's ~25 statements for a template trial (the driver's serial cost per trial)
+            # one transaction on RDB storages (optuna: create, fill and read the number back,
+            # or ~25 statements for a template trial): the driver's serial cost per trial
+            rdb = optuna_compat.rdb(self.storage)
+            if rdb is not None:
+                pid, number = optuna_compat.add_finished_trial(rdb, self.sid, ft)
+                self.seen.add(pid)
+                return number
             pid = self.storage.create_new_trial(self.sid)
             finish_trial(self.storage, pid, ft)
         self.seen.add(pid)

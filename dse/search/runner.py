@@ -85,6 +85,7 @@ class _Run:
         import optuna
         self.t0 = time.perf_counter()
         self.notify = notify
+        self.warming: list = []       # placement handles queued ahead of the first batch (kept: see warm)
         self.cfg, self.fn, self.jobs = cfg, fn, jobs
         self.env = cfg.base_env()
         make_sampler(cfg, cfg.seed)   # a sampler that cannot be built (missing extra) fails before any file
@@ -113,8 +114,8 @@ class _Run:
         pool = make_pool(self.jobs, backend, scheduler) if self.complete < s.target else EvaluationPool(1)
         if (self.jobs != 1 or backend != "loky") and self.complete < s.target:
             from dse.search import warm
-            warm.warm_traces(cfg)
-            warm.warm_placements(cfg, pool)
+            warm.warm_traces(cfg, pool)
+            self.warming = warm.submit_placements(cfg, pool)     # queued ahead of the first batch
         batches = 0
         try:
             while self.complete < s.target and (max_batches is None or batches < max_batches):
@@ -224,10 +225,26 @@ class _Run:
 
     def _progress_line(self) -> dict:
         """Where the run stands (for progress lines): counts, front size (distinct designs)."""
-        front = {t.user_attrs.get("design_key") for t in self.mirror.mem.best_trials}
+        front = {t.user_attrs.get("design_key") for t in front_trials(self.mirror.mem.get_trials(deepcopy=False),
+                                                                        self.cfg.objectives.directions)}
         return {"complete": self.complete, "target": self.summary.target, "feasible": self.feasible,
                 "front": len(front), "elapsed_s": time.perf_counter() - self.t0,
                 "new_trials": self.summary.new_trials}
+
+
+def front_trials(trials: list, directions: list[str]) -> list:
+    """The trials ``Study.best_trials`` returns (COMPLETE, feasible when any trial has
+    constraints, non-dominated; equal values all kept), without its deep copy of every trial."""
+    import numpy as np
+    from optuna.trial import TrialState
+    from dse.search import pareto
+    constrained = any(t.constraints for t in trials)
+    done = [t for t in trials if t.state == TrialState.COMPLETE
+            and not (constrained and not all(c <= 0.0 for c in t.constraints.values()))]
+    if not done:
+        return []
+    keep = pareto.nondominated(pareto.to_min(np.array([t.values for t in done], dtype=float), directions))
+    return [t for t, k in zip(done, keep) if k]
 
 
 def _progress(enabled: bool, total: int, initial: int, name: str):

@@ -1,16 +1,19 @@
 """Warm state of a trace-driven study, prepared by the driver before its workers evaluate.
 
-* Traces: the study's synthetic traces are generated once, in the driver, into the on-disk trace
-  cache; the worker processes load them.
+* Traces: the study's synthetic traces are generated once before the first batch, each window
+  (measured, profiling) of each model as its own task on the workers (side by side, while the
+  other workers start), into the on-disk trace cache; the other worker processes load them.
 * Placements: when the space has few scheduling domains (the knobs that shape a domain and the
   placement policy take at most ``MAX_WARM_DOMAINS`` combinations), every LPT / co-activation
   placement is computed once, spread over the workers, into the on-disk placement cache
-  (:mod:`dse.mapping.warm_cache`) before the first batch; each worker then loads a placement
-  instead of computing it again. A larger space shares placements through the same cache as
+  (:mod:`dse.mapping.warm_cache`), queued ahead of the first batch (not waited for: the first
+  evaluations start as soon as a worker is free); each worker then loads a placement instead of
+  computing it again. A larger space shares placements through the same cache as
   the workers meet them.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Mapping, Sequence
 
 from dse.errors import ConfigError, DSEError
@@ -18,17 +21,34 @@ from dse.errors import ConfigError, DSEError
 DOMAIN_KNOBS = ("core_side", "pe_groups_per_core", "die_units_x", "die_units_y", "core_remainder",
                 "layer_layout", "placement")
 MAX_WARM_DOMAINS = 64
+TRACE_WINDOWS = ("measured", "profile")
 
 
-def warm_traces(cfg) -> None:
-    """Generate the study's synthetic traces once in the driver (on-disk cache)."""
+def warm_traces(cfg, pool=None) -> None:
+    """Generate the study's synthetic traces once (on-disk cache) before the first batch: each
+    window (measured, profiling) of each model as its own task on ``pool``'s workers, side by
+    side, or one after the other in this process without a pool."""
+    tasks = [(m, w) for m in cfg.models for w in TRACE_WINDOWS]
+    if pool is None:
+        for m, w in tasks:
+            warm_trace({**cfg.base, "model": m}, (m,), w)
+        return
+    handles = [pool.submit(functools.partial(warm_trace, window=w), {**cfg.base, "model": m}, (m,))
+               for m, w in tasks]
+    for h in handles:
+        pool.result(h)
+
+
+def warm_trace(design: Mapping[str, Any], models: Sequence[str], window: str) -> dict:
+    """Generate (or find) one trace window of ``design`` (its model) into the caches; may run
+    in a worker process. An unusable workload surfaces, with its reason, per trial."""
     from dse.workload.window import warm
     from dse.spec import DesignPoint
-    for m in cfg.models:
-        try:
-            warm(DesignPoint.from_dict({**cfg.base, "model": m}))
-        except DSEError:
-            pass                      # an unusable workload surfaces, with its reason, per trial
+    try:
+        warm(DesignPoint.from_dict(dict(design)), (window,))
+    except DSEError:
+        pass
+    return {}
 
 
 def domain_designs(cfg) -> list[dict[str, Any]]:
@@ -100,10 +120,15 @@ def warm_placement(design: Mapping[str, Any], models: Sequence[str]) -> dict[str
     return {}
 
 
+def submit_placements(cfg, pool) -> list:
+    """Hand the placements of ``domain_designs`` to the pool's workers (ahead of any evaluation
+    submitted later); returns the handles (keep them: a dropped dask future is cancelled)."""
+    return [pool.submit(warm_placement, d, cfg.models) for d in domain_designs(cfg)]
+
+
 def warm_placements(cfg, pool) -> int:
     """Spread the placements of ``domain_designs`` over the pool's workers and wait for them."""
-    designs = domain_designs(cfg)
-    handles = [pool.submit(warm_placement, d, cfg.models) for d in designs]
+    handles = submit_placements(cfg, pool)
     for h in handles:
         pool.result(h)
-    return len(designs)
+    return len(handles)

@@ -209,14 +209,16 @@ def _window_name(n_prof: int) -> str:
     return "trace prefix" if n_prof else "measured window"
 
 
-def warm(point) -> None:
-    """Generate (or load) the synthetic traces a design point will schedule, filling the in-process
-    and on-disk caches: the DSE driver calls it before fanning out, so its worker processes load
-    the traces instead of each generating them."""
+def warm(point, windows: tuple[str, ...] = ("measured", "profile")) -> None:
+    """Generate (or load) the synthetic traces a design point will schedule (its measured and
+    profiling windows, or those of ``windows``), filling the in-process and on-disk caches: the
+    DSE has them generated before fanning out, so its worker processes load the traces instead
+    of each generating them."""
     if point.trace != "synthetic":
         return
     from dse.workload import synth_cache as synth
     model = get_model(point.model)
-    synth.cached(model.name, point.run_batch, point.trace_steps, point.trace_seed, "auto", 0)
-    if point.profile_steps:
+    if "measured" in windows:
+        synth.cached(model.name, point.run_batch, point.trace_steps, point.trace_seed, "auto", 0)
+    if point.profile_steps and "profile" in windows:
         synth.cached(model.name, point.run_batch, point.profile_steps, profile_seed(point.trace_seed), "auto", 0)

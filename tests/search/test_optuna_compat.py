@@ -42,6 +42,15 @@ def test_trial_handles(rdb_study):
     assert oc.trial_system_attrs(study, q)["fixed_params"] == {"x": 0.5}
 
 
+def test_study_system_attrs():
+    study = optuna.create_study(sampler=optuna.samplers.NSGAIISampler(population_size=2, seed=0))
+    assert oc.study_system_attrs(study) == {}
+    for _ in range(6):
+        t = study.ask({"x": FloatDistribution(0, 1)})
+        study.tell(t, t.params["x"])
+    assert oc.study_system_attrs(study), "NSGA-II no longer caches its parents in the study"
+
+
 def test_forget_cached_trials_drops_the_thread_cache(rdb_study):
     study, storage = rdb_study
     assert hasattr(study._thread_local, "cached_all_trials"), "optuna's per-thread trial cache moved"
@@ -111,6 +120,26 @@ def test_write_finished_trial_in_one_transaction(rdb_study):
         {k: v for k, v in ft.system_attrs.items() if k != "fixed_params"}, sort_keys=True)
     with pytest.raises(optuna.exceptions.UpdateFinishedTrialError):
         oc.write_finished_trial(storage, tid, ft)                 # finished already: refused
+
+
+def test_add_finished_trial_as_optuna_writes_it(rdb_study):
+    study, storage = rdb_study
+    mem = optuna.create_study(directions=["minimize", "maximize"])
+    sid = oc.study_id(study)
+    study.enqueue_trial({"x": 0.25})                    # a WAITING trial takes number 0 first
+    for k in range(3):
+        mt = mem.ask({"x": FloatDistribution(0, 1), "n": optuna.distributions.IntDistribution(1, 9)})
+        mt.set_user_attr("dse", {"design": dict(mt.params), "k": k})
+        mt.set_constraint("c0", float(k) - 1.0)
+        ft = mem.tell(mt, [float(k), -2.5]) if k != 1 else mem.tell(mt, state=TrialState.FAIL)
+        tid, number = oc.add_finished_trial(storage, sid, ft)
+        got = storage.get_trial(tid)
+        assert number == got.number == k + 1
+        assert got.state == ft.state and got.values == ft.values
+        assert got.params == ft.params and got.distributions == ft.distributions
+        assert got.user_attrs == ft.user_attrs and dict(got.constraints) == dict(ft.constraints)
+        assert got.datetime_start is not None and got.datetime_complete >= got.datetime_start
+    assert [t.number for t in study.get_trials(deepcopy=False)] == [0, 1, 2, 3]
 
 
 def test_hypervolume_function():

@@ -67,6 +67,28 @@ def test_seeded_study_is_deterministic(tmp_path, sampler):
     assert _history(cfg) != hist[0]
 
 
+@pytest.mark.parametrize("sampler", ["nsga2", "tpe", "random"])
+def test_reusing_the_sampler_study_gives_the_trials_of_a_rebuild(tmp_path, monkeypatch, sampler):
+    """Between batches the mirror keeps its in-memory study and swaps the sampler; the trials are
+    those of rebuilding the study from its finished trials before every batch."""
+    from dse.search.mirror import StudyMirror
+    hist, swaps = [], []
+    real = StudyMirror._holds_only
+    for run in ("swap", "rebuild"):
+        d = tmp_path / run
+        d.mkdir()
+        cfg = _cfg(_study(d, sampler, trials=48))
+        if run == "rebuild":
+            monkeypatch.setattr(StudyMirror, "_holds_only", lambda self, trials: False)
+        else:
+            monkeypatch.setattr(StudyMirror, "_holds_only",
+                                lambda self, trials: swaps.append(real(self, trials)) or swaps[-1])
+        run_study(cfg, evaluator=fake_eval)
+        hist.append(_history(cfg))
+    assert hist[0] == hist[1]
+    assert any(swaps)            # the swap path ran (NSGA-II: then refused by its study state)
+
+
 def test_jobs_do_not_change_results(tmp_path):
     """Real model evaluation in 1 process vs 2 loky workers: identical trials and front."""
     space = ('[params]\narray_depth = { type = "categorical", choices = ["16K", "24K", "32K"] }\n'
@@ -253,3 +275,24 @@ def test_run_resume_and_front_on_postgresql(tmp_path, postgres_url):
     run_study(cfg2, evaluator=fake_eval, max_batches=1)
     run_study(cfg2, evaluator=fake_eval)
     assert _history(cfg2) == _history(cfg)
+
+
+def test_front_trials_are_optunas_best_trials():
+    """The progress line's front (no deep copy of every trial) is ``Study.best_trials``."""
+    import numpy as np
+    from dse.search.runner import front_trials
+    rng = np.random.default_rng(3)
+    for constrained in (False, True):
+        st = optuna.create_study(directions=["minimize", "maximize"])
+        for i in range(120):
+            t = st.ask({"x": optuna.distributions.IntDistribution(0, 9)})
+            if constrained:
+                t.set_constraint("c0", float(rng.choice([-1.0, 0.0, 0.5])))
+            if i % 17 == 5:
+                st.tell(t, state=optuna.trial.TrialState.FAIL)
+            else:
+                a = int(rng.integers(0, 12))           # a trade-off, with ties and equal rows
+                st.tell(t, [float(a), float(a + rng.integers(0, 3))])
+        ours = front_trials(st.get_trials(deepcopy=False), ["minimize", "maximize"])
+        assert [t.number for t in ours] == [t.number for t in st.best_trials]
+        assert 1 < len(ours) < 120

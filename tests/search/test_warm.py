@@ -81,3 +81,22 @@ def test_warm_placements_fill_the_disk_cache(tmp_path, monkeypatch):
     warm_cache.clear()                   # placements of earlier tests stay out of this process's memory
     assert warm_placements(_cfg(tmp_path / "w"), InlinePool()) == 15
     assert len(list((tmp_path / "cache" / "placements").glob("*.npy"))) == 15
+
+
+def test_warm_traces_on_a_pool_fill_the_trace_cache(tmp_path, monkeypatch):
+    """Each window (measured, profiling) is its own task: both land in the on-disk trace cache."""
+    from dse.search.warm import warm_traces
+    monkeypatch.setenv("DSE_CACHE_DIR", str(tmp_path / "cache"))
+    submitted = []
+
+    class Recording(InlinePool):
+        def submit(self, fn, design, models):
+            submitted.append(fn.keywords["window"])
+            return fn(design, models)
+
+    from dse.workload import synth_cache
+    synth_cache.cached.cache_clear()             # generated here, not found in this process
+    warm_traces(_cfg(tmp_path / "t"), Recording())
+    assert sorted(submitted) == ["measured", "profile"]
+    traces = {p.name for p in (tmp_path / "cache").rglob("*.npy") if "placements" not in p.parts}
+    assert len(traces) == 2
