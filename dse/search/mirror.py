@@ -123,7 +123,7 @@ class StudyMirror:
             # or ~25 statements for a template trial): the driver's serial cost per trial
             rdb = optuna_compat.rdb(self.storage)
             if rdb is not None:
-                pid, number = optuna_compat.add_finished_trial(rdb, self.sid, ft)
+                pid, number = optuna_compat.add_finished_trial(rdb, self.sid, stored_form(ft))
                 self.seen.add(pid)
                 return number
             pid = self.storage.create_new_trial(self.sid)
