@@ -133,7 +133,8 @@ class StudyResults:
         return out
 
     def dataframe(self):
-        """One row per trial: trial, state, feasible, reason, duplicate_of, design_key, the
+        """One row per trial: trial, state, stored (state in the storage) and outcome (why it is
+        not stored COMPLETE; ``dse.search.stored``), feasible, reason, duplicate_of, design_key, the
         searched params (``p.<knob>``), the objectives (``o.<name>``), the constraint values
         (``c.<name>``) and every scalar metric (``m.<metric>``; ``m.<model>.<metric>`` when the
         study has several workloads)."""
@@ -142,7 +143,8 @@ class StudyResults:
         multi = len(self.cfg.models) > 1
         cnames = ["infeasible_workloads"] + [c.name for c in self.cfg.objectives.constraints]
         for r in self.records:
-            row: dict[str, Any] = {"trial": r.number, "state": r.state, "feasible": r.feasible, "reason": r.reason,
+            row: dict[str, Any] = {"trial": r.number, "state": r.state, "stored": r.stored, "outcome": r.outcome,
+                                   "feasible": r.feasible, "reason": r.reason,
                                    "duplicate_of": r.duplicate_of, "design_key": r.design_key}
             for k, v in r.params.items():
                 row[f"p.{k}"] = v

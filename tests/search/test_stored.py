@@ -139,6 +139,12 @@ def test_dashboard_best_trials_are_dse_front(tmp_path, capsys):
     assert detail["objective_names"] == ["effective_mfu", "ffn_latency_us_per_token"]
     assert all(len(t["constraints"]) == 2 for t in detail["trials"] if t["state"] in ("Complete", "Pruned"))
     assert sorted(t.number for t in optuna.load_study(study_name=NAME, storage=url).best_trials) == want
+    # dse's own tables: every trial evaluated (state as told), and how it is stored, with why
+    from dse.search.results import load_results
+    from dse.search.study import load_study
+    df = load_results(load_study(study, storage=url)).dataframe()
+    assert set(df["state"]) == {"COMPLETE"} and set(df["stored"]) == {"COMPLETE", "PRUNED", "FAIL"}
+    assert list(df["outcome"]) == outcomes
     # the earlier form of the same study: the dashboard's best trials were not the front
     old = f"sqlite:///{tmp_path / 'old.db'}"
     write_old_form(url, old)
@@ -184,3 +190,19 @@ def test_a_study_in_the_earlier_form_reads_and_resumes_the_same(tmp_path, capsys
     assert a == b and a["n_trials"] == 40
     assert dse_json(capsys, "front", study, "--storage", old, "--all")["trials"] == \
         dse_json(capsys, "front", study, "--storage", new, "--all")["trials"]
+
+
+def test_a_worker_writes_the_stored_form_and_counts_every_evaluated_trial(tmp_path, capsys):
+    """`dse worker` writes through the same stored form: the study ends with exactly its target of
+    evaluated trials (infeasible, repeated and non-finite ones counted though not COMPLETE), and
+    the dashboard's best trials are `dse front`."""
+    from dse.search.stored import is_scored
+    study = write_par(tmp_path)
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    assert main(["worker", study, "--storage", url, "--worker-id", "w", "--poll", "0.1"]) == 0
+    capsys.readouterr()
+    trials = optuna.load_study(study_name=NAME, storage=url).get_trials(deepcopy=False)
+    assert sum(is_scored(t) for t in trials) == 40
+    assert {t.state for t in trials} >= {TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL}
+    front = dse_json(capsys, "front", study, "--storage", url)
+    assert dashboard_best(url)[0] == sorted(r["trial"] for r in front["front"]) != []
