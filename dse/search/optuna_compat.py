@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 
 # ---- handles ---------------------------------------------------------------------------------
@@ -236,3 +236,35 @@ def _write_rows(session: Any, M: Any, trial: Any, ft: Any) -> None:
         session.add(M.TrialValueModel(trial_id=tid, objective=obj, value=stored, value_type=vtype))
     trial.state = ft.state
     trial.datetime_complete = datetime.now()
+
+
+def rewrite_finished_trials(rdb_storage: Any, items: Sequence[tuple[int, Any]], chunk: int = 500) -> None:
+    """For each ``(tid, ft)``, replace the state, values and user / system attributes of the
+    finished trial ``tid`` by those of ``ft`` (attributes ``ft`` lacks are deleted), in one
+    transaction, a few statements per ``chunk`` trials: optuna has no way to change a finished
+    trial (migrating trials written in an earlier form)."""
+    from optuna.storages._rdb.storage import _create_scoped_session
+    M = _models()
+    T, V = M.TrialModel, M.TrialValueModel
+    with _create_scoped_session(rdb_storage.scoped_session) as session:
+        for start in range(0, len(items), chunk):
+            part = dict(items[start:start + chunk])
+            ids = sorted(part)
+            trials = {t.trial_id: t for t in session.query(T).filter(T.trial_id.in_(ids)).with_for_update()}
+            session.query(V).filter(V.trial_id.in_(ids)).delete(synchronize_session=False)
+            for tid, ft in part.items():
+                for obj, v in enumerate(ft.values or []):
+                    stored, vtype = V.value_to_stored_repr(v)
+                    session.add(V(trial_id=tid, objective=obj, value=stored, value_type=vtype))
+                trials[tid].state = ft.state
+            for model, attrs_of in ((M.TrialUserAttributeModel, lambda ft: ft.user_attrs),
+                                    (M.TrialSystemAttributeModel, lambda ft: ft.system_attrs)):
+                rows = {(r.trial_id, r.key): r for r in session.query(model).filter(model.trial_id.in_(ids))}
+                for (tid, k), row in rows.items():
+                    if k not in attrs_of(part[tid]):
+                        session.delete(row)
+                for tid, ft in part.items():
+                    for k, v in attrs_of(ft).items():
+                        row = rows.get((tid, k)) or model(trial_id=tid, key=k)
+                        row.value_json = json.dumps(v)
+                        session.add(row)

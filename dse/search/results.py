@@ -21,9 +21,8 @@ from typing import Any
 import numpy as np
 
 from dse.search import pareto
-from dse.search.stored import OUTCOME_ATTR, sampler_form
+from dse.search.stored import OUTCOME_ATTR, constraint_keys, sampler_form
 from dse.search.study import StudyConfig
-from dse.search.trials import constraint_keys
 
 
 @dataclass
@@ -188,8 +187,9 @@ def load_results(cfg: StudyConfig) -> StudyResults:
 
 
 def _named(cons: dict[str, float], names: list[str]) -> dict[str, float]:
-    """Constraint values by dse's names: the stored list form reads as keys "0", "1", ...;
-    studies written before it hold ``constraints:<name>`` keys (already named)."""
+    """Constraint values by dse's names, in their order: the stored list form reads as keys
+    "0", "1", ...; studies written before it hold ``constraints:<name>`` keys (named, in the
+    storage's order)."""
     if cons and all(k.isdigit() for k in cons) and len(cons) == len(names):
         return dict(zip(names, cons.values()))
-    return dict(cons)
+    return {**{n: cons[n] for n in names if n in cons}, **cons}

@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import ConfigError
+from dse.search import optuna_compat
 from dse.search.sqlite_guard import check_sqlite_file, check_sqlite_integrity
+from dse.search.stored import FORM_ATTR, constraint_keys, migrate, stored_form
 
 HEARTBEAT_INTERVAL_S = 10          # default; a study's ``heartbeat`` or ``dse worker --heartbeat`` sets it
 HEARTBEAT_GRACE_INTERVALS = 3      # a RUNNING trial silent for this many intervals is stale
@@ -266,6 +268,9 @@ def open_study(cfg: Any, *, create: bool, sampler: Any = None):
         raise _changed(cfg, where)
     if study.metric_names is None:     # objective names for optuna-dashboard (older studies too)
         study.set_metric_names(list(cfg.objectives.names))
+    if FORM_ATTR not in attrs and migrate(storage, optuna_compat.study_id(study), cfg.objectives.names,
+                                          constraint_keys(cfg)):
+        study.set_user_attr(FORM_ATTR, 1)   # trials of an earlier version rewritten (dse.search.stored)
     return study, storage
 
 
@@ -281,8 +286,6 @@ def finish_trial(storage: Any, trial_id: int, ft: Any) -> None:
     ``optuna.exceptions.UpdateFinishedTrialError`` if that trial is already finished (another
     worker failed it as stale: its re-queued copy carries the work on). ``ft`` is the trial as
     told to the sampler; what is written is its stored form (``dse.search.stored``)."""
-    from dse.search import optuna_compat
-    from dse.search.stored import stored_form
     ft = stored_form(ft)
     rdb = optuna_compat.rdb(storage)
     if rdb is not None:

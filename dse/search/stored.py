@@ -30,7 +30,10 @@ as COMPLETE with its values and constraints. ``stored_form`` turns a trial as to
 sampler into the trial written; ``sampler_form`` turns a stored trial back into the trial told
 (COMPLETE with its values, infinite ones included). Studies written before this form (every
 evaluated trial COMPLETE, infinite values, ``constraints:<name>`` keys) are read unchanged:
-``sampler_form`` leaves their trials as they are and ``dse front`` filters them itself.
+``sampler_form`` leaves their trials as they are and ``dse front`` filters them itself. On an RDB
+storage (SQLite, PostgreSQL), the first ``dse run`` / ``dse worker`` of such a study rewrites them
+into the stored form (``migrate``; the study attribute ``dse_stored_form`` then says so), so the
+dashboard agrees there too; a journal storage cannot change a finished trial and keeps them.
 """
 from __future__ import annotations
 
@@ -42,6 +45,12 @@ from dse.search import optuna_compat
 OUTCOME_ATTR = "dse_outcome"      # why a trial is not stored COMPLETE (one line)
 VALUES_ATTR = "dse_values"        # objective values of a scored trial stored PRUNED / FAIL
 CONSTRAINTS_KEY = "constraints"   # optuna's constraint system attribute (list form)
+FORM_ATTR = "dse_stored_form"     # study user attribute: every trial is in this stored form
+
+
+def constraint_keys(cfg: Any) -> list[str]:
+    """Names of the constraint values given to optuna (``Trial.set_constraint``), in order."""
+    return ["infeasible_workloads"] + [f"c{i}" for i in range(len(cfg.objectives.constraints))]
 
 
 def stored_state(feasible: bool, values: Sequence[float] | None, duplicate_of: int | None) -> str:
@@ -78,9 +87,11 @@ def decode_values(raw: Sequence[Any]) -> list[float]:
     return [float(v) for v in raw]
 
 
-def stored_form(ft: Any) -> Any:
+def stored_form(ft: Any, constraint_names: Sequence[str] | None = None) -> Any:
     """The frozen trial to write for ``ft`` (as told to the sampler): its stored state, values
-    (``dse_values`` when not COMPLETE) and constraints as optuna's ``constraints`` list.
+    (``dse_values`` when not COMPLETE) and constraints as optuna's ``constraints`` list, in the
+    order of ``constraint_names`` if given (a trial read from a storage may hold its
+    ``constraints:<name>`` keys in any order), else in the order they were set.
     A trial without dse's record (``dse`` user attribute) is written as it is."""
     import optuna
     from optuna.trial import TrialState
@@ -93,7 +104,9 @@ def stored_form(ft: Any) -> Any:
     if told is not None and state != TrialState.COMPLETE:
         user[VALUES_ATTR] = encode_values(told)
     system = {k: v for k, v in ft.system_attrs.items() if not k.startswith(CONSTRAINTS_KEY + ":")}
-    cons = list(ft.constraints.values())
+    named = ft.constraints
+    order = [n for n in (constraint_names or []) if n in named]
+    cons = [named[n] for n in order] + [v for n, v in named.items() if n not in order]
     if cons:
         system[CONSTRAINTS_KEY] = cons
     return _copy(optuna, ft, state, told if state == TrialState.COMPLETE else None, user, system)
@@ -108,6 +121,31 @@ def sampler_form(t: Any) -> Any:
     if raw is None or t.state == TrialState.COMPLETE:
         return t
     return _copy(optuna, t, TrialState.COMPLETE, decode_values(raw), t.user_attrs, t.system_attrs)
+
+
+def migrate(storage: Any, sid: int, names: Sequence[str], constraint_names: Sequence[str]) -> bool:
+    """Rewrite the trials of study ``sid`` an earlier version wrote (evaluated trials COMPLETE
+    whatever they were, ``constraints:<name>`` keys) into the stored form, with their
+    ``dse_outcome`` (``names``: the objective names; ``constraint_names``: dse's constraint
+    names in order). False if the storage cannot (not RDB)."""
+    import optuna
+    rdb = optuna_compat.rdb(storage)
+    if rdb is None:
+        return False
+    items = []
+    for t in rdb.get_all_trials(sid, deepcopy=False):
+        rec = t.user_attrs.get("dse")
+        if rec is None or t.state.name != "COMPLETE" \
+                or not any(k.startswith(CONSTRAINTS_KEY + ":") for k in t.system_attrs):
+            continue
+        why = outcome(bool(rec.get("feasible")), str(rec.get("reason", "")), list(t.values), names,
+                      rec.get("duplicate_of"))
+        user = {**t.user_attrs, **({OUTCOME_ATTR: why} if why else {})}
+        told = _copy(optuna, t, t.state, list(t.values), user, t.system_attrs)
+        items.append((optuna_compat.trial_id(t), stored_form(told, constraint_names)))
+    if items:
+        optuna_compat.rewrite_finished_trials(rdb, items)
+    return True
 
 
 def is_scored(t: Any) -> bool:

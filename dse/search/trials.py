@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 from dse.search.evaluation import EvaluationPool, Evaluator, Outcome, design_key
 from dse.search.objectives import score
-from dse.search.stored import OUTCOME_ATTR, is_scored, outcome
+from dse.search.stored import OUTCOME_ATTR, constraint_keys, is_scored, outcome
 
 if TYPE_CHECKING:
     from dse.search.study import StudyConfig
@@ -42,11 +42,6 @@ def too_many_failures(errors: int, attempts: int) -> bool:
     """Whether a run should stop: ``errors`` of ``attempts`` evaluations failed, at least
     ``FAILURE_FLOOR`` of them and at least half of the attempts."""
     return errors > 0 and errors >= max(FAILURE_FLOOR, attempts // 2)
-
-
-def constraint_keys(cfg: "StudyConfig") -> list[str]:
-    """Names of the constraint values given to optuna (``Trial.set_constraint``)."""
-    return ["infeasible_workloads"] + [f"c{i}" for i in range(len(cfg.objectives.constraints))]
 
 
 def record(cfg: "StudyConfig", trial, key: str, design: Mapping[str, Any], result: Outcome,

@@ -147,3 +147,20 @@ def test_hypervolume_function():
     assert hv is not None, "optuna._hypervolume.compute_hypervolume is gone (dse falls back to slicing)"
     F = np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5]])
     assert hv(F, np.array([2.0, 2.0]), assume_pareto=True) == pytest.approx(3.25)
+
+
+def test_rewrite_finished_trials(rdb_study):
+    study, storage = rdb_study
+    t = study.ask({"x": FloatDistribution(0, 1)})
+    t.set_user_attr("keep", 1)
+    t.set_user_attr("drop", 2)
+    t.set_constraint("c0", 0.5)
+    study.tell(t, [1.0, float("inf")])
+    old = storage.get_trial(oc.trial_id(t))
+    new = optuna.trial.create_trial(state=TrialState.PRUNED, params=old.params, distributions=old.distributions,
+                                    user_attrs={"keep": 1, "added": [1.0, "inf"]}, system_attrs={"constraints": [0.5]})
+    oc.rewrite_finished_trials(storage, [(oc.trial_id(t), new)])
+    got = optuna.load_study(study_name="c", storage=storage).get_trials(deepcopy=False)[0]
+    assert got.state == TrialState.PRUNED and got.values is None and got.params == {"x": old.params["x"]}
+    assert got.user_attrs == {"keep": 1, "added": [1.0, "inf"]}
+    assert got.system_attrs == {"constraints": [0.5]} and got.constraints == {"0": 0.5}

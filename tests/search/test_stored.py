@@ -11,7 +11,8 @@ import pytest
 from optuna.trial import TrialState
 
 from dse.cli import main
-from dse.search.stored import OUTCOME_ATTR, VALUES_ATTR, outcome, sampler_form, stored_form, stored_state
+from dse.search.stored import (FORM_ATTR, OUTCOME_ATTR, VALUES_ATTR, outcome, sampler_form, stored_form,
+                               stored_state)
 from tests.fixtures import write_study
 
 # A small real study with every kind of trial: infeasible designs (die area over its budget),
@@ -159,7 +160,8 @@ def write_old_form(src: str, dst: str) -> None:
     s = optuna.load_study(study_name=NAME, storage=src)
     d = optuna.create_study(study_name=NAME, storage=dst, directions=s.directions)
     for k, v in s.user_attrs.items():
-        d.set_user_attr(k, v)
+        if k != FORM_ATTR:
+            d.set_user_attr(k, v)
     names = ["infeasible_workloads", "c0"]
     for t in s.get_trials(deepcopy=False):
         told = sampler_form(t)
@@ -183,13 +185,33 @@ def test_a_study_in_the_earlier_form_reads_and_resumes_the_same(tmp_path, capsys
     assert all(not any(k == "constraints" for k in t.system_attrs) for t in olds)
     for argv in (["front"], ["front", "--all"]):
         assert dse_json(capsys, *argv, study, "--storage", old) == dse_json(capsys, *argv, study, "--storage", new)
-    # resumed by this version: the sampler sees the same trials, so the study ends as the new one
+    # resumed by this version: its trials are rewritten into the stored form, the sampler sees the
+    # same trials, so the study ends as the new one, and the dashboard agrees with `dse front`
     run(capsys, study, old, 40)
     run(capsys, study, new, 40)
     a, b = dse_json(capsys, "front", study, "--storage", old), dse_json(capsys, "front", study, "--storage", new)
     assert a == b and a["n_trials"] == 40
     assert dse_json(capsys, "front", study, "--storage", old, "--all")["trials"] == \
         dse_json(capsys, "front", study, "--storage", new, "--all")["trials"]
+    migrated = optuna.load_study(study_name=NAME, storage=old)
+    fresh = optuna.load_study(study_name=NAME, storage=new)
+    assert migrated.user_attrs[FORM_ATTR] == 1
+    for m, f in zip(migrated.get_trials(deepcopy=False), fresh.get_trials(deepcopy=False)):
+        assert (m.state, m.values, m.user_attrs, m.system_attrs) == (f.state, f.values, f.user_attrs, f.system_attrs)
+    assert dashboard_best(old)[0] == sorted(r["trial"] for r in a["front"])
+
+
+def test_a_journal_study_in_the_earlier_form_reads_the_same(tmp_path, capsys):
+    """A journal storage cannot change a finished trial: its earlier-form trials stay, and read the same."""
+    study = write_par(tmp_path)
+    new, old = f"sqlite:///{tmp_path / 'new.db'}", f"journal:{tmp_path / 'old.log'}"
+    run(capsys, study, new, 16)
+    from dse.search.storage import open_storage
+    write_old_form(new, open_storage(old, NAME, tmp_path))
+    run(capsys, study, old, 24)
+    run(capsys, study, new, 24)
+    assert dse_json(capsys, "front", study, "--storage", old, "--all") == \
+        dse_json(capsys, "front", study, "--storage", new, "--all")
 
 
 def test_a_worker_writes_the_stored_form_and_counts_every_evaluated_trial(tmp_path, capsys):
