@@ -121,10 +121,10 @@ le = 8.2
 def write_study(folder: Path, *, space: str, objectives: str, file: str = "study.toml",
                 name: str | None = None, trials: int | None = None, seed: int | None = None,
                 batch: int | None = None, study_extra: str = "", sampler: str = "random",
-                sampler_settings: str = "", workload: str = "") -> Path:
+                sampler_settings: str = "", workload: str = "", search: str = "") -> Path:
     """Write ``space.toml``, ``objectives.toml`` and the study file ``file`` into ``folder``
-    (created if missing) and return the study file's path. ``study_extra``, ``sampler_settings``
-    and ``workload`` are TOML lines added to [study], [sampler] and [workload]."""
+    (created if missing) and return the study file's path. ``study_extra``, ``sampler_settings``,
+    ``search`` and ``workload`` are TOML lines added to [study], [sampler], [search] and [workload]."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "space.toml").write_text(space)
@@ -141,6 +141,8 @@ def write_study(folder: Path, *, space: str, objectives: str, file: str = "study
     lines += ["[sampler]", f'name = "{sampler}"']
     if sampler_settings:
         lines.append(sampler_settings.strip("\n"))
+    if search:
+        lines += ["[search]", search.strip("\n")]
     if workload:
         lines += ["[workload]", workload.strip("\n")]
     path = folder / file

@@ -6,7 +6,8 @@ point, so two numbers computed on the same reference mean the same thing:
 
 * the study's objectives file may fix it (``reference = <value>`` on every ``[[objectives]]``);
 * otherwise the reference is the worst finite value of each objective over the study's finished
-  trials (feasible or not); the output always prints the point used.
+  trials (feasible or not; screened trials, whose values are bounds, left out); the output always
+  prints the point used.
 
 ``compare`` puts several studies (models, samplers, seeds of one question) on one reference: the
 union of their feasible fronts is the reference front, its nadir pushed out by 10 % of its range
@@ -40,7 +41,8 @@ def study_reference(res) -> Reference:
     fixed = [getattr(o, "reference", None) for o in objs]
     if all(v is not None for v in fixed):
         return Reference(tuple(float(v) for v in fixed), f"fixed by {res.cfg.objectives.source}")
-    vals = [r.values for r in res.complete if r.values is not None and all(math.isfinite(v) for v in r.values)]
+    vals = [r.values for r in res.complete
+            if r.values is not None and not r.screened and all(math.isfinite(v) for v in r.values)]
     if not vals:
         return Reference(tuple(math.nan for _ in objs), "no finished trial")
     F = pareto.to_min(np.array(vals, dtype=float), res.cfg.objectives.directions)

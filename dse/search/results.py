@@ -41,6 +41,7 @@ class TrialRecord:
     error: str = ""
     stored: str = ""          # state in the storage (differs from ``state``: see dse.search.stored)
     outcome: str = ""         # why it is not stored COMPLETE (``dse_outcome``)
+    screened: str = ""            # multi-fidelity: why no trace-driven evaluation (its values are bounds)
 
     @property
     def complete(self) -> bool:
@@ -129,11 +130,14 @@ class StudyResults:
             out["workloads"] = r.metrics
         if r.duplicate_of is not None:
             out["duplicate_of"] = r.duplicate_of
+        if r.screened:
+            out["screened"] = r.screened
         return out
 
     def dataframe(self):
         """One row per trial: trial, state, stored (state in the storage) and outcome (why it is
-        not stored COMPLETE; ``dse.search.stored``), feasible, reason, duplicate_of, design_key, the
+        not stored COMPLETE; ``dse.search.stored``), feasible, reason, duplicate_of, design_key, screened
+        (multi-fidelity: why no trace-driven evaluation), the
         searched params (``p.<knob>``), the objectives (``o.<name>``), the constraint values
         (``c.<name>``) and every scalar metric (``m.<metric>``; ``m.<model>.<metric>`` when the
         study has several workloads)."""
@@ -144,7 +148,8 @@ class StudyResults:
         for r in self.records:
             row: dict[str, Any] = {"trial": r.number, "state": r.state, "stored": r.stored, "outcome": r.outcome,
                                    "feasible": r.feasible, "reason": r.reason,
-                                   "duplicate_of": r.duplicate_of, "design_key": r.design_key}
+                                   "duplicate_of": r.duplicate_of, "design_key": r.design_key,
+                                   "screened": r.screened}
             for k, v in r.params.items():
                 row[f"p.{k}"] = v
             for k, v in self.objective_values(r).items():
@@ -182,7 +187,8 @@ def load_results(cfg: StudyConfig) -> StudyResults:
             params=dict(t.params) if t.state.name != "WAITING" else dict(t.system_attrs.get("fixed_params", {})),
             design_key=str(t.user_attrs.get("design_key", "")), duplicate_of=dup, metrics=dict(metrics or {}),
             constraints=_named(t.constraints, cnames), error=str(ua.get("error", "")),
-            stored=t.state.name, outcome=str(t.user_attrs.get(OUTCOME_ATTR, ""))))
+            stored=t.state.name, outcome=str(t.user_attrs.get(OUTCOME_ATTR, "")),
+            screened=str(t.user_attrs.get("screened", ""))))
     return StudyResults(cfg, recs, dict(study.user_attrs))
 
 

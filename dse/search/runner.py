@@ -28,6 +28,7 @@ from typing import Callable
 
 from dse.errors import ConfigError
 from dse.search.evaluation import EvaluationPool, Evaluator, evaluate_design, make_pool
+from dse.search.fidelity import screen_for
 from dse.search.grid_queue import grid_queue, waiting_params
 from dse.search.mirror import StudyMirror
 from dse.search.objectives import score
@@ -53,6 +54,7 @@ class RunSummary:
     elapsed_s: float = 0.0
     interrupted: bool = False
     exhausted: bool = False       # grid: every point done
+    screened: int = 0             # trials the multi-fidelity screen spared an evaluation
     notes: list[str] = field(default_factory=list)   # said to the user (e.g. a resume that cannot be exact)
 
 
@@ -177,21 +179,23 @@ class _Run:
         if self.grid is None:
             self.mirror.rebuild(self.finished[:start], make_sampler(cfg, batch_seed(cfg.seed, start // cfg.batch)))
         batch = Batch(cfg, (self.mirror.ask() for _ in range(skip + k)), self.env, self.cache, pool, self.fn,
-                      skip=skip)
+                      skip=skip, screen=screen_for(cfg, self.finished[:start], self.cache))
         self._check_replay(batch.replayed, self.finished[start:])
         s.evaluations += batch.evaluations
         for told in batch:
             ft = self.mirror.tell(told.trial, told.values)
             number = self.mirror.write(told.trial, ft)
             self.finished.append(ft)          # as written (the next batch's sampler starts from these)
-            if told.duplicate_of is None:
+            if told.screened:
+                s.screened += 1
+            elif told.duplicate_of is None:
                 self.cache.add(told.key, number, told.outcome)
             else:
                 s.duplicates += 1
             s.new_trials += 1
             if told.outcome.ok:
                 self.complete += 1
-                self.feasible += score(told.outcome.metrics, cfg.objectives).feasible
+                self.feasible += not told.screened and score(told.outcome.metrics, cfg.objectives).feasible
             else:
                 s.errors += 1
                 s.first_error = s.first_error or told.outcome.error

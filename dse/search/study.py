@@ -18,6 +18,10 @@
     name = "nsga2"                         # nsga2 | tpe | gp | random | grid
     population_size = 16                   # sampler settings (see dse.search.samplers)
 
+    [search]
+    fidelity = "single"                    # single | multi: screen proposals with closed-form
+                                           # bounds first (dse.search.fidelity)
+
     [workload]
     models = ["qwen3.5-35b-a3b"]           # one or several catalog models, or "all"
     batch = 128                            # any workload knob: batch, context, trace, ...
@@ -50,7 +54,8 @@ from dse.spec import DesignPoint, default_pe_groups
 from dse.tomlfile import read_toml
 from dse.spec.params import BY_NAME, coerce, names
 
-TOP_KEYS = ("study", "sampler", "workload", "base")
+TOP_KEYS = ("study", "sampler", "search", "workload", "base")
+SEARCH_KEYS = ("fidelity",)
 STUDY_KEYS = ("name", "description", "space", "objectives", "trials", "seed", "batch", "storage", "results",
               "heartbeat")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
@@ -76,6 +81,7 @@ class StudyConfig:
     results_dir: Path = Path("results")
     description: str = ""
     overrides: tuple[tuple[str, Any], ...] = ()
+    fidelity: str = "single"           # [search] fidelity: single | multi (dse.search.fidelity)
 
     # -- designs -------------------------------------------------------------------------
     def base_env(self) -> dict[str, Any]:
@@ -218,6 +224,7 @@ def study_from_dict(data: Mapping[str, Any], source: Path) -> StudyConfig:
     results_dir = (source.parent / results).resolve() if not Path(results).is_absolute() else Path(results)
     sname, settings = _sampler(data, src)
     models, base = _workload_and_base(data, src, source)
+    fidelity = _search(data, src, base)
     for d in space.dims:
         if d.name in base:
             raise ConfigError(f"{src}: {d.name}: set both by the space ({space.source}) and by the study; "
@@ -230,7 +237,7 @@ def study_from_dict(data: Mapping[str, Any], source: Path) -> StudyConfig:
     cfg = StudyConfig(source=source.resolve(), name=name, base_name=name, space=space, objectives=objectives,
                       models=models, base=base, sampler=sname, sampler_settings=settings, trials=trials,
                       seed=seed, batch=batch, storage=_storage_url(storage, source), heartbeat_s=heartbeat,
-                      results_dir=results_dir, description=desc)
+                      results_dir=results_dir, description=desc, fidelity=fidelity)
     # Validate the base design once (one line naming the study file on a bad combination).
     DesignPoint.from_dict({**base, "model": models[0]}, source=f"{src} [workload]/[base]")
     if sname == "grid" and "trials" not in st:
@@ -255,6 +262,16 @@ def _sampler(data: Mapping[str, Any], src: str) -> tuple[str, dict[str, Any]]:
         kind, lo, hi = allowed[k]
         settings[k] = _setting(v, kind, lo, hi, src, f"sampler.{k}")
     return sname, settings
+
+
+def _search(data: Mapping[str, Any], src: str, base: Mapping[str, Any]) -> str:
+    """``[search]``: how proposals are evaluated (``fidelity``, see ``dse.search.fidelity``)."""
+    from dse.search.fidelity import check_fidelity
+    se = _table(data, "search", src)
+    for k in se:
+        if k not in SEARCH_KEYS:
+            raise ConfigError(f"{src}: search.{k}: unknown key (allowed: {', '.join(SEARCH_KEYS)}){_suggest(k, SEARCH_KEYS)}")
+    return check_fidelity(se.get("fidelity", "single"), src, base.get("trace", BY_NAME["trace"].default))
 
 
 def _workload_and_base(data: Mapping[str, Any], src: str, source: Path) -> tuple[tuple[str, ...], dict[str, Any]]:

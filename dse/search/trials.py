@@ -26,9 +26,10 @@ are not COMPLETE there, so optuna-dashboard's best trials are ``dse front``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from dse.search.evaluation import EvaluationPool, Evaluator, Outcome, design_key
+from dse.search.fidelity import record_screened
 from dse.search.objectives import score
 from dse.search.stored import OUTCOME_ATTR, constraint_keys, is_scored, outcome
 
@@ -130,6 +131,7 @@ class Told:
     outcome: Outcome
     duplicate_of: int | None
     values: list[float] | None
+    screened: str = ""            # why the closed-form screen spared it an evaluation (multi-fidelity)
 
 
 class Batch:
@@ -138,14 +140,18 @@ class Batch:
 
     ``skip``: the first trials are only asked and suggested (the sampler's randomness is consumed
     exactly as when they were first asked), neither evaluated nor yielded: they are already in
-    the storage (``replayed`` holds them, to check they came out the same)."""
+    the storage (``replayed`` holds them, to check they came out the same).
+
+    ``screen`` (multi-fidelity, ``dse.search.fidelity.Screen``): a new design it returns a
+    ``Screened`` for is recorded as screened instead of evaluated."""
 
     def __init__(self, cfg: "StudyConfig", trials: Iterable, env: Mapping[str, Any], cache: DesignCache,
-                 pool: EvaluationPool, fn: Evaluator, skip: int = 0):
+                 pool: EvaluationPool, fn: Evaluator, skip: int = 0, screen: Callable | None = None):
         self.cfg, self.cache, self.pool = cfg, cache, pool
         self.items: list[tuple[Any, str, dict[str, Any]]] = []
         self.replayed: list[Any] = []
         self.pending: dict[str, Any] = {}
+        self.screened: dict[str, Any] = {}
         for t in trials:              # trials may be asked lazily: evaluations start meanwhile
             d = cfg.design(cfg.space.suggest(t, env))
             if len(self.replayed) < skip:
@@ -153,7 +159,12 @@ class Batch:
                 continue
             key = design_key(cfg, d)
             self.items.append((t, key, d))
-            if key not in cache and key not in self.pending:
+            if key in cache or key in self.pending or key in self.screened:
+                continue
+            hit = screen(d) if screen is not None else None
+            if hit is not None:
+                self.screened[key] = hit
+            else:
                 self.pending[key] = pool.submit(fn, d, cfg.models)
 
     @property
@@ -164,6 +175,10 @@ class Batch:
     def __iter__(self) -> Iterator[Told]:
         for t, key, d in self.items:
             hit = self.cache.get(key)
+            if hit is None and key in self.screened:
+                values = record_screened(t, key, d, self.screened[key], constraint_keys(self.cfg))
+                yield Told(t, key, d, Outcome(metrics={}), None, values, self.screened[key].reason)
+                continue
             if hit is not None:
                 outcome, dup = Outcome(metrics=hit.metrics), hit.trial
             else:

@@ -29,6 +29,12 @@ def test_good_study_and_overrides(tmp_path):
     assert o.fingerprint() != cfg.fingerprint()
 
 
+def test_search_fidelity_defaults_to_single(tmp_path):
+    assert load_study(_files(tmp_path, GOOD)).fidelity == "single"
+    p = _files(tmp_path, GOOD + '[search]\nfidelity = "multi"\n')
+    assert load_study(p).fidelity == "multi"
+
+
 def test_grid_default_trials_is_grid_size(tmp_path):
     p = _files(tmp_path, '[study]\nspace = "space.toml"\nobjectives = "obj.toml"\n[sampler]\nname = "grid"\n')
     assert load_study(p).trials == 4
@@ -53,7 +59,17 @@ BAD_STUDIES = [
      "results, heartbeat); did you mean 'seed'?"),
     ('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\n[workload]\ncore_side = 4\n',
      "workload.core_side: unknown key (allowed: models, batch, context, attn_gpu, trace, trace_seed, trace_steps"),
-    ('[studdy]\n', "studdy: unknown section (allowed: study, sampler, workload, base); did you mean 'study'?"),
+    ('[studdy]\n', "studdy: unknown section (allowed: study, sampler, search, workload, base); did you mean 'study'?"),
+    ('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\n[search]\nfidelity = "double"\n',
+     "search.fidelity = 'double': must be one of single, multi"),
+    ('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\n[search]\nfidelty = "multi"\n',
+     "search.fidelty: unknown key (allowed: fidelity); did you mean 'fidelity'?"),
+    ('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\n[search]\nfidelity = "multi"\n'
+     '[workload]\ntrace = "catalog"\n',
+     "search.fidelity = 'multi': the workload's trace = 'catalog' is the closed form already (allowed: single; "
+     "or a trace-driven workload, trace = 'synthetic' or a file)"),
+    ('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\nsearch = "multi"\n',
+     "study.search: unknown key (allowed: name, description"),
 ]
 
 

@@ -1,0 +1,68 @@
+"""The closed-form bounds of multi-fidelity search are never better than the trace-driven value.
+
+Designs are drawn by hypothesis from ``spaces/full.toml`` (every knob, its own bounds and
+conditions) on two catalog models and two batches; each is evaluated trace-driven (the reference)
+and bounded from the vectorised closed form (``dse.search.fidelity.closed_form_bounds``). Every
+metric the shipped studies' objectives and constraints read has a bound in the right direction."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dse.search import bounds
+from dse.search.evaluation import evaluate_design
+from dse.search.fidelity import closed_form_bounds, valid_for_constraint, valid_for_objective
+from dse.search.objectives import load_objectives
+from dse.search.space import load_space
+from dse.spec import DesignPoint
+from tests.draw import DrawTrial
+
+ROOT = Path(__file__).resolve().parents[2]
+FULL = load_space(ROOT / "spaces" / "full.toml")
+EXACT_REL = 1e-9
+
+
+def _shipped_objective_sets():
+    return [load_objectives(p) for p in sorted((ROOT / "objectives").glob("*.toml"))]
+
+
+def test_every_metric_of_the_shipped_studies_has_a_bound():
+    """The shipped objectives (all but the closed-form-only ones) can be screened on."""
+    for objs in _shipped_objective_sets():
+        for o in objs.objectives:
+            assert valid_for_objective(o), f"{objs.source}: {o.metric} ({o.direction}) has no bound"
+        for c in objs.constraints:
+            assert valid_for_constraint(c), f"{objs.source}: {c.name} has no bound"
+
+
+def _check(name: str, bound: float, value: float, where: str) -> None:
+    kind = bounds.KINDS[name]
+    if kind == bounds.EXACT:
+        assert math.isclose(bound, value, rel_tol=EXACT_REL, abs_tol=1e-12), f"{where}: {name} {bound} != {value}"
+    elif kind == bounds.LOWER:
+        assert bound <= value, f"{where}: {name}: lower bound {bound} > trace-driven {value}"
+    else:
+        assert bound >= value, f"{where}: {name}: upper bound {bound} < trace-driven {value}"
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_bounds_are_never_better_than_the_trace_driven_value(data):
+    model = data.draw(st.sampled_from(["qwen3.5-35b-a3b", "qwen3-30b-a3b"]), label="model")
+    workload = {"batch": data.draw(st.sampled_from([16, 128]), label="batch"), "trace": "synthetic"}
+    design = {**FULL.suggest(DrawTrial(data), {**workload, "model": model}), **workload}
+    point = DesignPoint.from_dict({**design, "model": model})
+    traced = evaluate_design(design, [model])[model]
+    bound = closed_form_bounds({model: point})[model]
+    assert bound["feasible"] == traced["feasible"], (bound["infeasible_reason"], traced["infeasible_reason"])
+    checked = 0
+    for name, b in bound.items():
+        if name in ("feasible", "infeasible_reason") or traced.get(name) is None:
+            continue
+        _check(name, b, traced[name], f"{design}")
+        checked += 1
+    assert checked >= 20 or not traced["feasible"]
