@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
         print(dumps(out))
         return 0
     print(f"study {s.study}: {s.complete}/{s.target} trials finished ({s.new_trials} this run: "
-          f"{s.evaluations} evaluated, {s.duplicates} repeated designs answered from the cache), "
+          f"{s.evaluations} evaluated, {s.duplicates} repeated designs answered from the cache"
+          f"{f', {s.screened} screened by the closed-form bound' if s.screened else ''}), "
           f"{s.feasible} feasible, {s.elapsed_s:.1f} s")
     if s.exhausted:
         print("grid: every point of the space has been evaluated")

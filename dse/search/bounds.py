@@ -178,13 +178,15 @@ def bound_metrics(cf: Mapping[str, Any], point, model: MoEModel, stats: TraceSta
     expert_tiles = max(domain.group_units) if point.pooling == "direct" else max(domain.core_units)
     occ = occupancy_bound(stats, domain.units, expert_tiles, point.fetch)
     eff = ideal * occ / hop
-    t_del = max(out["ffn_read_us_per_token"], cf["ffn_compute_us_per_token"] / eff) if eff > 0 else math.inf
+    if eff <= 0:                                       # a window without a token: nothing to bound
+        return out
+    t_del = max(out["ffn_read_us_per_token"], cf["ffn_compute_us_per_token"] / eff)
     upper = {"ideal_mfu": ideal, "occupancy": occ, "actual_mfu": ideal * occ, "effective_mfu": eff,
              "effective_occupancy": occ / hop, "delivered_pflops": cf["pool_pflops"] * eff,
              "delivered_tokens_per_s": 1e6 / t_del}
     lower = {"ffn_us_per_token_delivered": t_del, "round_stretch": hop,
              "comm_violation": max([cf[f"{lvl}_load"] for lvl in CLOSED_FORM_LEVELS] + [0.0]) - 1.0,
-             "mm2_per_occupancy": cf["network_area_mm2"] * hop / occ if occ > 0 else math.inf}
+             "mm2_per_occupancy": cf["network_area_mm2"] * hop / occ}
     if "die_area_mm2" in cf:
         die_w = die_power_floor_w(cf, cf["die_active_units"], point.core_side)
         pool_w = power.pool_power_w(cf["dies"], die_w)
