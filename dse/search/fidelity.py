@@ -15,9 +15,11 @@ An objective or constraint whose metric has no bound in the right direction (``b
 is never screened on: the objective's bound is then the best possible value, the constraint
 counts as met.
 
-A screened trial is recorded, never dropped: COMPLETE, told to the sampler with its bound values
-(the worst value for an objective without one), constraints from the bounds, user attribute
-``screened`` = the reason and ``dse = {design, screened, bound, feasible: false, reason}``; it
+A screened trial is recorded, never dropped: told to the sampler (COMPLETE) with its bound values
+(the worst value for an objective without one) and constraints from the bounds, with the user
+attribute ``screened`` = the reason and ``dse = {design, screened, bound, feasible: false,
+reason}``; stored PRUNED like an infeasible trial (``dse.search.stored``, ``dse_outcome`` =
+``screened: <reason>``), so no front, optuna's or the dashboard's, takes it; it
 carries no metrics, so it is never on the front, never in the design cache and a later proposal
 of the same design is screened again. The screen sees only the trials before the batch, so the
 decisions (and the study) do not depend on ``--jobs`` and a resumed study replays them exactly.
@@ -34,6 +36,7 @@ from dse.errors import ConfigError
 from dse.search import bounds, pareto
 from dse.search.objectives import Constraint, ObjectiveSet, Objective, score
 from dse.search.objectives import _aggregate as aggregate
+from dse.search.stored import OUTCOME_ATTR
 
 FIDELITIES = ("single", "multi")
 
@@ -176,6 +179,7 @@ def record_screened(trial, key: str, design: Mapping[str, Any], s: Screened, con
     return the values to tell."""
     trial.set_user_attr("design_key", key)
     trial.set_user_attr("screened", s.reason)
+    trial.set_user_attr(OUTCOME_ATTR, f"screened: {s.reason}")      # stored PRUNED (dse.search.stored)
     trial.set_user_attr("dse", {"design": dict(design), "screened": s.reason, "bound": dict(s.bound),
                                 "feasible": False, "reason": f"screened: {s.reason}"})
     for name, v in zip(constraint_keys, s.constraints):

@@ -71,6 +71,8 @@ def test_screened_trials_are_recorded_never_on_the_front_nor_cached(screened_stu
     screened = {r.number for r in res.records if r.screened}
     assert screened and all(res.record(n).state == "COMPLETE" and not res.record(n).feasible for n in screened)
     assert all(res.record(n).reason.startswith("screened: ") for n in screened)
+    assert all(res.record(n).stored == "PRUNED" and res.record(n).outcome == f"screened: {res.record(n).screened}"
+               for n in screened)                       # no front (optuna's, the dashboard's) takes them
     assert not screened & {r.number for r in res.front()}
     assert summary.evaluations + summary.duplicates + summary.screened == summary.new_trials
     from dse.search.storage import open_study
