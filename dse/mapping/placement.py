@@ -190,7 +190,8 @@ def place(policy: str, dom: Domain, profile_load: np.ndarray, coact: np.ndarray 
     """Unit of every expert of every layer: int64 [layers, E] (a unit holds one expert per layer).
 
     ``profile_load`` [layers, E] is the mean tokens per step from the profiling window;
-    ``coact`` [layers, E, E] (coactivation only) the mean co-firing tokens per step of each pair."""
+    ``coact`` [layers, E, E] (coactivation only) the mean co-firing tokens per step of each pair
+    (symmetric: ``coact[l, a, b] == coact[l, b, a]``, as ``Workload.coact`` counts them)."""
     L, E = profile_load.shape
     if E > dom.units:
         raise ValueError(f"{E} experts do not fit on {dom.units} units")
@@ -200,8 +201,9 @@ def place(policy: str, dom: Domain, profile_load: np.ndarray, coact: np.ndarray 
         raise ValueError(f"unknown placement {policy!r} (allowed: {', '.join(POLICIES)})")
     if policy == "coactivation" and coact is None:
         raise ValueError("coactivation placement needs pair counts")
-    return _lpt(dom, np.asarray(profile_load, dtype=np.float64),
-                None if policy == "lpt" else np.asarray(coact, dtype=np.float64))
+    if coact is not None and np.asarray(coact).dtype not in (np.float32, np.float64):
+        coact = np.asarray(coact, dtype=np.float64)       # float32 counts are widened exactly as added
+    return _lpt(dom, np.asarray(profile_load, dtype=np.float64), None if policy == "lpt" else coact)
 
 
 def _lpt(dom: Domain, load: np.ndarray, coact: np.ndarray | None) -> np.ndarray:
@@ -209,47 +211,89 @@ def _lpt(dom: Domain, load: np.ndarray, coact: np.ndarray | None) -> np.ndarray:
 
     Per rank the core choice costs O(layers x cores) and the group choice O(layers x groups per
     core) (only the chosen core's groups are scored); co-activation keeps, per core, the summed
-    co-firing of its experts with every expert, updated as experts are placed."""
+    co-firing of its experts with every expert, updated as experts are placed. The tie-break
+    and "full" terms of every core and the score of every group are kept up to date for the one
+    core and group a layer fills at each rank (same arithmetic, element by element, as scoring
+    them all afresh), so a rank costs a handful of array operations."""
     a = dom.arrays
     L, E = load.shape
-    N, G = dom.n_cores, dom.n_groups
+    N = dom.n_cores
     rows = np.arange(L)
     order = np.argsort(-load, axis=1, kind="stable")                  # experts, hottest first
+    ranked = np.take_along_axis(load, order, axis=1)                  # their loads, rank by rank
     core_pes = a.core_units.astype(np.float64)
     core_load = np.zeros((L, N))
     core_free = np.broadcast_to(a.core_units, (L, N)).copy()
-    group_load = np.zeros((L, G))
-    group_free = np.broadcast_to(a.group_units, (L, G)).copy()
-    group_next = np.broadcast_to(a.group_start, (L, G)).copy()        # next free unit of each group
+    tie = np.broadcast_to(_tie(core_free, core_pes), (L, N)).copy()   # + inf on a full core
+    flat_load, flat_free, flat_tie = core_load.reshape(-1), core_free.reshape(-1), tie.reshape(-1)
     core_co = np.zeros((L, N, E)) if coact is not None else None      # co-firing of each core with each expert
-    group_pes = a.group_units.astype(np.float64)
-    n_groups = np.bincount(a.group_core, minlength=N)
-    j = np.arange(max(1, int(n_groups.max())))
-    pad = j[None, :] >= n_groups[:, None]                             # [N, groups per core]
-    core_groups = np.where(pad, 0, a.core_group_start[:, None] + j[None, :])
-    group_tie = 1e-9 * np.arange(G)
+    groups = _GroupChoice(a, L, N, dom.n_groups)
     slot = np.empty((L, E), dtype=np.int64)
     w = float(C.coactivation_weight)
+    cost = np.empty((L, N))
+    cells = rows * N
     for r in range(E):
-        e = order[:, r]
-        le = load[rows, e]
-        cost = (core_load + le[:, None]) / core_pes
+        e, le = order[:, r], ranked[:, r]
+        np.add(core_load, le[:, None], out=cost)
+        cost /= core_pes
         if core_co is not None:
-            cost = cost + w * core_co[rows, :, e] / core_pes
-        cost += 1e-9 * (1.0 - core_free / core_pes)                   # tie: the emptiest core
-        cost[core_free == 0] = np.inf
-        c = np.argmin(cost, axis=1)
-        # the least-loaded group (per PE tile) with a free unit on that core
-        cg = core_groups[c]
-        gcost = group_load[rows[:, None], cg] / group_pes[cg] + group_tie[cg]
-        gcost[pad[c] | (group_free[rows[:, None], cg] == 0)] = np.inf
-        g = cg[rows, np.argmin(gcost, axis=1)]
-        slot[rows, e] = group_next[rows, g]
-        group_next[rows, g] += 1
-        group_free[rows, g] -= 1
-        group_load[rows, g] += le
-        core_free[rows, c] -= 1
-        core_load[rows, c] += le
+            cost += w * core_co[rows, :, e] / core_pes
+        cost += tie
+        c = cost.argmin(axis=1)
+        slot[rows, e] = groups.fill(c, le)
+        k = cells + c
+        flat_free[k] -= 1
+        flat_load[k] += le
+        flat_tie[k] = _tie(flat_free[k], core_pes[c])
         if core_co is not None:
-            core_co[rows, c, :] += coact[rows, :, e]
+            core_co[rows, c, :] += coact[rows, e, :]              # = coact[rows, :, e] (symmetric)
     return slot
+
+
+def _tie(free: np.ndarray, pes: np.ndarray) -> np.ndarray:
+    """A core's tie-break term (the emptiest core wins a tie), or inf when it is full."""
+    t = 1e-9 * (1.0 - free / pes)
+    t[free == 0] = np.inf
+    return t
+
+
+class _GroupChoice:
+    """The LPT group choice: on the chosen core, the least-loaded group (per PE tile; ties: the
+    first) with a free unit. Keeps every group's score (inf when full; a padding column of inf
+    for cores with fewer groups) and its next free unit."""
+
+    def __init__(self, a: "DomainArrays", L: int, N: int, G: int):
+        self.pes = a.group_units.astype(np.float64)
+        self.tiebreak = 1e-9 * np.arange(G)
+        self.G = G
+        self.load = np.zeros(L * G)
+        self.free = np.tile(a.group_units, L)
+        self.next = np.tile(a.group_start, L)                          # next free unit of each group
+        n_groups = np.bincount(a.group_core, minlength=N)
+        self.single = bool((n_groups == 1).all())                     # group of a core = its core
+        j = np.arange(max(1, int(n_groups.max())))
+        self.core_groups = np.where(j[None, :] >= n_groups[:, None], G, a.core_group_start[:, None] + j[None, :])
+        self.core_group = self.core_groups[:, 0]
+        self.score = np.tile(np.r_[0.0 / self.pes + self.tiebreak, np.inf], (L, 1))
+        self.rows = np.arange(L)
+        self.cells = self.rows * G
+
+    def fill(self, c: np.ndarray, le: np.ndarray) -> np.ndarray:
+        """Place one expert (load ``le``) per layer on core ``c``; returns the units taken."""
+        rows = self.rows
+        if self.single:
+            g = self.core_group[c]
+        else:
+            cg = self.core_groups[c]                                  # [L, groups per core]
+            g = cg[rows, self.score[rows[:, None], cg].argmin(axis=1)]
+        k = self.cells + g
+        unit = self.next[k]
+        self.next[k] = unit + 1
+        free = self.free[k] - 1
+        self.free[k] = free
+        gl = self.load[k] + le
+        self.load[k] = gl
+        s = gl / self.pes[g] + self.tiebreak[g]
+        s[free == 0] = np.inf
+        self.score[rows, g] = s
+        return unit

@@ -168,6 +168,31 @@ def _count_last(b: np.ndarray) -> np.ndarray:
     return ((acc * _BYTES) >> np.uint64(56)).astype(np.int32).reshape(b.shape[:-1])
 
 
+SMALL_AXIS = 16                  # reduce a last axis this short by adding its slices (numpy's reduce is slow there)
+
+
+def _sum_last(a: np.ndarray, dtype=np.int32) -> np.ndarray:
+    """Integer sum over the last axis (exact either way; slice by slice when the axis is short)."""
+    n = a.shape[-1]
+    if n > SMALL_AXIS or n == 0:
+        return a.sum(axis=-1, dtype=dtype)
+    acc = a[..., 0].astype(dtype)
+    for i in range(1, n):
+        acc += a[..., i]
+    return acc
+
+
+def _max_last(a: np.ndarray) -> np.ndarray:
+    """Maximum over the last axis (slice by slice when the axis is short)."""
+    n = a.shape[-1]
+    if n > SMALL_AXIS or n == 0:
+        return a.max(axis=-1)
+    acc = a[..., 0].copy()
+    for i in range(1, n):
+        np.maximum(acc, a[..., i], out=acc)
+    return acc
+
+
 class Scheduler:
     """Schedules load chunks for one placement and domain.
 
@@ -194,6 +219,7 @@ class Scheduler:
         inv = np.full((L, self.N * self.F), E, dtype=np.intp)
         inv[np.arange(L)[:, None], pos] = np.arange(E)[None, :]
         self.inv = inv
+        self.take = (np.arange(L)[:, None] * (E + 1) + inv).ravel()       # into [layers * (E + 1)]
         self.core_units = np.array(dom.core_units, dtype=np.int32)
         starts, per_core = dom.group_layout
         self.group_starts, self.group_pes = starts, per_core.astype(np.int32)   # [Gc], [N, Gc]
@@ -213,7 +239,7 @@ class Scheduler:
         dt = np.int16 if int(loads.max(initial=0)) < INT16_LOADS else np.int32
         pad = np.zeros((s, self.L, self.E + 1), dtype=dt)
         pad[:, :, :self.E] = loads
-        return np.take_along_axis(pad, self.inv[None], axis=2).reshape(s, self.L, self.N, self.F)
+        return np.take(pad.reshape(s, -1), self.take, axis=1).reshape(s, self.L, self.N, self.F)
 
     # -- one chunk ------------------------------------------------------------------------------
     def _memo(self, ul: np.ndarray, memo: dict) -> None:
@@ -275,7 +301,7 @@ class Scheduler:
             mem = -np.sort(-rows, axis=1)                                   # hottest first
             excl = np.cumsum(mem, axis=1) - mem
             sg[need] = ((excl < xg[need][:, None]) & (mem > 0)).sum(axis=1)
-        return sg.sum(axis=3, dtype=np.int32), float(xg.sum())
+        return _sum_last(sg), float(xg.sum())
 
     def _groups(self, jw: np.ndarray, memo: dict) -> tuple[np.ndarray, np.ndarray]:
         """(jobs, hottest expert's jobs) of every group [s, L, N, Gc], memoised per tile width."""
@@ -285,11 +311,10 @@ class Scheduler:
             sizes = np.diff(np.r_[self.group_starts, F])
             if (sizes == sizes[0]).all():                                   # equal groups: a reshape
                 g = jw.reshape(s, L, N, len(sizes), sizes[0])
-                memo[key] = (g.sum(axis=4, dtype=np.int32), g.max(axis=4).astype(np.int32))
             else:
                 pad = np.concatenate([jw, np.zeros((s, L, N, 1), dtype=jw.dtype)], axis=3)
                 g = pad[..., self.group_members]
-                memo[key] = (g.sum(axis=4, dtype=np.int32), g.max(axis=4).astype(np.int32))
+            memo[key] = (_sum_last(g), _max_last(g).astype(np.int32))
         return memo[key]
 
     def _x_pes(self) -> np.ndarray:

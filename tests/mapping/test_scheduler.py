@@ -194,3 +194,11 @@ def test_overflow_beyond_the_hottest_expert_needs_more_streams():
     loads = np.array([[[5, 1, 1, 1, 0, 0, 0, 0]]])
     s = schedule(loads, dom, pl.place("contiguous", dom, loads[0].astype(float)), 1, "broadcast")
     assert s.rounds_mean == 1 and s.streams_peak == 1    # X = 4 <= 5: the hottest alone
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 16, 17, 64])
+def test_short_axis_reductions_equal_numpys(n):
+    from dse.mapping.scheduler import _max_last, _sum_last
+    a = np.random.default_rng(n).integers(0, 30000, size=(5, 4, 3, n)).astype(np.int16)
+    assert np.array_equal(_sum_last(a), a.sum(axis=-1, dtype=np.int32)) and _sum_last(a).dtype == np.int32
+    assert np.array_equal(_max_last(a), a.max(axis=-1))
