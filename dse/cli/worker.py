@@ -31,6 +31,9 @@ def register(sub) -> None:
     p.add_argument("--heartbeat", type=_int_arg, metavar="S",
                    help="heartbeat interval in seconds (default: the study's heartbeat, 10); a worker silent for 3 intervals is "
                         "taken as dead and its trials are re-queued; give every worker the same value")
+    p.add_argument("--db-retry", type=float, default=120.0, metavar="S",
+                   help="seconds to keep reconnecting when the database connection is lost (default 120; "
+                        "then exit 3)")
     p.add_argument("--json", action="store_true", help="print the worker summary as JSON")
     p.set_defaults(func=run)
 
@@ -48,12 +51,14 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--poll {args.poll}: must be a number of seconds in [0.01, 3600]")
     if args.worker_id is not None and not (0 < len(args.worker_id) <= 200 and args.worker_id.isprintable()):
         raise ConfigError("--worker-id: must be 1-200 printable characters")
+    if not 0 <= args.db_retry <= 86400:   # also refuses nan
+        raise ConfigError(f"--db-retry {args.db_retry}: must be a number of seconds in [0, 86400]")
     cfg = study_from_args(args, trials=args.trials)
     if args.heartbeat is not None:
         cfg = replace(cfg, heartbeat_s=check_heartbeat(args.heartbeat))
     try:
         s = run_worker(cfg, jobs=args.jobs, worker_id=args.worker_id, max_trials=args.max_trials,
-                       poll_s=args.poll)
+                       poll_s=args.poll, db_retry_s=args.db_retry)
     except KeyboardInterrupt:
         print(f"dse: interrupted; this worker's unfinished trials were re-queued for study {cfg.name!r}",
               file=sys.stderr)
@@ -68,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
     if s.signum is not None:
         print(f"dse worker: stopped by signal {s.signum}; the in-flight batch was recorded", file=sys.stderr)
         return 128 + s.signum
+    if s.stopped_by == "exhausted" and s.complete < s.target:
+        print(f"dse worker: {s.target - s.complete} grid point(s) failed beyond their retries; the study ends with "
+              f"{s.complete}/{s.target} complete", file=sys.stderr)
     if s.stopped_by == "running-elsewhere":
         print("dse worker: the remaining trials are running in other workers (this storage has no heartbeat, "
               "so a dead worker's trials cannot be detected)", file=sys.stderr)

@@ -4,6 +4,8 @@
 * ``requeue``: fail interrupted reserved trials and queue them again with the same parameters.
 * ``queue_grid``: the grid points, queued once per study (the creating process queues them; the
   others wait for ``dse_grid_queued``).
+* ``requeue_lost_points``: grid points left with neither a result nor a queued copy (their stale
+  trial was failed but the re-queue that follows was cut short), queued again.
 """
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from typing import Any, Callable
 
 from dse.distributed import quota
 from dse.search import optuna_compat as oc
-from dse.search.grid_queue import grid_queue
+from dse.search.grid_queue import grid_queue, point_key
+from dse.search.storage import MAX_RETRY
 from dse.search.study import StudyConfig
 from dse.search.trials import DesignCache
 
@@ -103,3 +106,32 @@ def queue_grid(study, cfg: StudyConfig, created: bool, *, wait_s: float, log: Ca
         study.enqueue_trial(params)
     study.set_user_attr(GRID_ATTR, target)
     return target
+
+
+def requeue_lost_points(study, cfg: StudyConfig, room: int, log: Callable[[str], None]) -> int:
+    """Queue again (at most ``room``) grid points that hold no slot although they failed only as
+    stale, at most ``MAX_RETRY`` times, never with an evaluation error; returns how many.
+
+    The storage fails a stale trial and re-queues it in two transactions: a connection lost
+    between them (a server restart) leaves the point FAIL with no copy, and the grid would end one
+    point short. A point that failed more often (it keeps killing its workers) or whose
+    evaluation failed stays failed."""
+    from optuna.trial import TrialState
+    trials = study.get_trials(deepcopy=False)
+    done = {t.user_attrs.get("design_key") for t in trials if t.state == TrialState.COMPLETE}
+    pending = [dict(t.system_attrs.get("fixed_params", t.params)) for t in trials
+               if t.state in (TrialState.WAITING, TrialState.RUNNING)]
+    fails: dict[str, int] = {}
+    for t in trials:
+        params = t.system_attrs.get("fixed_params")
+        if t.state == TrialState.FAIL and params:
+            key = point_key(cfg, params)
+            evaluated = "error" in t.user_attrs.get("dse", {})
+            fails[key] = fails.get(key, 0) + (MAX_RETRY + 1 if evaluated else 1)
+    lost = [p for p in grid_queue(cfg, done, pending) if 0 < fails.get(point_key(cfg, p), 0) <= MAX_RETRY]
+    lost = lost[:max(0, room)]
+    for params in lost:
+        study.enqueue_trial(params, user_attrs={"requeued_lost": True})
+    if lost:
+        log(f"{len(lost)} grid point(s) failed as stale without a re-queued copy: queued again")
+    return len(lost)

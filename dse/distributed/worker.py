@@ -16,6 +16,11 @@ one host), asks trials, evaluates them and tells the results. What makes many wo
   workers do not propose the same sequence.
 * **Signals** (``signals.Shutdown``): SIGINT/SIGTERM finish and record the in-flight batch, then
   stop; a second signal aborts and re-queues the batch.
+* **A lost database** (``reconnect.Outage``): a server that restarts or vanishes costs one line;
+  the loop stops (the heartbeats of the trials it held stop with it, so they turn stale and are
+  re-queued with the same parameters by whichever worker sweeps first), waits with bounded
+  backoff for at most ``--db-retry`` seconds, and starts again on a fresh connection; past the
+  budget the worker exits 3 (``DatabaseUnreachable``) and a later worker finishes the study.
 
 * **Cost per trial**: the trial is *reserved* in the shared storage (RUNNING + heartbeat: it holds
   a slot and survives the worker's death), sampled on an in-memory mirror of the study
@@ -41,9 +46,10 @@ from optuna.trial import TrialState
 
 from dse.distributed import quota
 from dse.distributed.heartbeat import Heartbeats, fail_stale, grace_period_s, heartbeat_interval_s
-from dse.distributed.queue import ask_reserved, queue_grid, requeue
+from dse.distributed.queue import ask_reserved, queue_grid, requeue, requeue_lost_points
+from dse.distributed.reconnect import DEFAULT_BUDGET_S, Outage, is_connection_error, probe_storage
 from dse.distributed.signals import Shutdown
-from dse.errors import ConfigError
+from dse.errors import ConfigError, DSEError
 from dse.search import optuna_compat as oc
 from dse.search.evaluation import EvaluationPool, evaluate_design
 from dse.search.mirror import StudyMirror
@@ -129,21 +135,37 @@ def open_worker_study(cfg: StudyConfig, worker: str):
 
 # ---- the loop ------------------------------------------------------------------------------
 def run_worker(cfg: StudyConfig, *, jobs: int = 1, worker_id: str | None = None, max_trials: int | None = None,
-               poll_s: float = 1.0, evaluator=None, log: Callable[[str], None] | None = None) -> WorkerSummary:
+               poll_s: float = 1.0, evaluator=None, log: Callable[[str], None] | None = None,
+               db_retry_s: float = DEFAULT_BUDGET_S) -> WorkerSummary:
     """Work on ``cfg``'s study until it has ``cfg.trials`` COMPLETE trials (all workers together),
     a signal asks to stop, or this worker has evaluated ``max_trials``. The heartbeat interval is
-    ``cfg.heartbeat_s`` (give every worker of a study the same)."""
+    ``cfg.heartbeat_s`` (give every worker of a study the same). A lost database connection is
+    ridden out (``reconnect.Outage``: one line, bounded backoff for ``db_retry_s`` seconds), then
+    the loop starts again on a fresh connection; ``DatabaseUnreachable`` past the budget."""
     log = log or (lambda msg: print(f"dse worker: {msg}", file=sys.stderr, flush=True))
+    t0 = time.perf_counter()
+    outage = Outage(lambda: probe_storage(cfg), log, storage_label(cfg), budget_s=db_retry_s)
+    summary: WorkerSummary | None = None
     with quiet_optuna(), Shutdown() as shutdown:
-        w = _Worker(cfg, jobs, worker_name(worker_id), evaluator or evaluate_design, log)
-        return w.loop(max_trials, poll_s, shutdown)
+        while True:
+            try:
+                w = _Worker(cfg, jobs, worker_name(worker_id), evaluator or evaluate_design, log, summary)
+                summary = w.summary
+                w.loop(max_trials, poll_s, shutdown)
+                break
+            except Exception as exc:   # noqa: BLE001 - anything but a lost connection is re-raised
+                if isinstance(exc, DSEError) and summary is None:   # a wrong URL, a full server: one line now
+                    raise
+                outage.ride_out(exc)
+    summary.elapsed_s = time.perf_counter() - t0
+    return summary
 
 
 class _Worker:
     """One ``dse worker`` process: its view of the shared study and its loop."""
 
-    def __init__(self, cfg: StudyConfig, jobs: int, worker: str, fn, log: Callable[[str], None]):
-        self.t0 = time.perf_counter()
+    def __init__(self, cfg: StudyConfig, jobs: int, worker: str, fn, log: Callable[[str], None],
+                 summary: WorkerSummary | None = None):
         self.cfg, self.jobs, self.fn, self.log = cfg, jobs, fn, log
         self.study, self.storage, created = open_worker_study(cfg, worker)
         self.grace = grace_period_s(self.storage)
@@ -151,7 +173,7 @@ class _Worker:
         target = cfg.trials
         if cfg.sampler == "grid":
             target = queue_grid(self.study, cfg, created, wait_s=max(10.0, self.grace or 30.0), log=log)
-        self.summary = WorkerSummary(cfg.name, storage_label(cfg), worker, target)
+        self.summary = summary or WorkerSummary(cfg.name, storage_label(cfg), worker, target)
         self.env = cfg.base_env()
         self.mirror = StudyMirror(self.study, self.storage, cfg.objectives.directions, self.study.sampler)
         self.cache, _, _ = DesignCache.from_trials(self.mirror.sync(queue_waiting=False, states=_MIRRORED))
@@ -197,17 +219,20 @@ class _Worker:
                 s.complete = quota.counts(self.study).complete
         finally:
             pool.close()
-            s.elapsed_s = time.perf_counter() - self.t0
         return s
 
     def _batch_size(self, c: quota.Counts, max_trials: int | None) -> int | None:
         """Trials to reserve next; 0: wait for others; None: stop (``stopped_by`` says why)."""
         s = self.summary
         if self.cfg.sampler == "grid":
-            k = min(self.cfg.batch, c.waiting)
-            if k == 0 and c.running == 0:
-                s.stopped_by = "exhausted"   # failed points beyond their retries
-                return None
+            waiting = c.waiting
+            if waiting == 0 and c.running == 0:
+                if c.complete < s.target:   # a stale point whose re-queue was cut short
+                    waiting = requeue_lost_points(self.study, self.cfg, s.target - c.holding, self.log)
+                if waiting == 0:
+                    s.stopped_by = "exhausted"   # failed points beyond their retries
+                    return None
+            k = min(self.cfg.batch, waiting)
         else:
             k = min(self.cfg.batch, c.waiting + max(0, s.target - c.holding))
         if max_trials is not None:
@@ -258,8 +283,9 @@ class _Worker:
                 self._write(t, told)
                 del inflight[oc.trial_id(t)]
                 beats.discard(oc.trial_id(t))
-        except BaseException:
-            requeue(study, list(inflight.values()), log=self.log)
+        except BaseException as exc:
+            if not is_connection_error(exc):   # a lost server: their heartbeat expiry re-queues them
+                requeue(study, list(inflight.values()), log=self.log)
             for t, _ in inflight.values():
                 beats.discard(oc.trial_id(t))
             raise

@@ -21,15 +21,20 @@ def waiting_params(study) -> list[dict[str, Any]]:
             for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))]
 
 
+def point_key(cfg: "StudyConfig", params: Mapping[str, Any]) -> str:
+    """The ``design_key`` of a queued grid point (its searched knobs; the space's fixed ones added)."""
+    fixed = {d.name: d.value for d in cfg.space.dims if d.type == "fixed"}
+    return design_key(cfg, cfg.design({**fixed, **params}))
+
+
 def grid_queue(cfg: "StudyConfig", done_keys: Iterable[str] = (),
                queued: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
     """Grid points whose design is neither in ``done_keys`` (evaluated) nor ``queued``, in grid
     order, as trial parameters (searched knobs only)."""
     out = []
     seen = set(done_keys)
-    fixed = {d.name: d.value for d in cfg.space.dims if d.type == "fixed"}
     for params in queued:
-        seen.add(design_key(cfg, cfg.design({**fixed, **params})))
+        seen.add(point_key(cfg, params))
     for params in cfg.space.grid(cfg.base_env()):
         key = design_key(cfg, cfg.design(params))
         if key in seen:

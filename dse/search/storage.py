@@ -148,7 +148,9 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
             raise MissingStorage(f"storage {mask_url(url)}: holds no study") from None
         if db is not None:
             raise ConfigError(f"{db}: cannot open the study database ({msg})") from None
-        raise ConfigError(f"storage {mask_url(url)}: cannot connect ({mask_text(msg, url)})") from None
+        hint = ("; the server's max_connections is reached: run fewer workers, or raise max_connections"
+                if "too many clients" in msg.lower() or "too many connections" in msg.lower() else "")
+        raise ConfigError(f"storage {mask_url(url)}: cannot connect ({mask_text(msg, url)}){hint}") from None
 
 
 def study_sqlite_path(cfg: Any) -> Path | None:

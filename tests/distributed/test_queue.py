@@ -1,0 +1,49 @@
+"""dse.distributed.queue: a grid point failed as stale whose re-queue was cut short is not lost."""
+from __future__ import annotations
+
+import pytest
+
+from dse.distributed.worker import run_worker
+from dse.search.study import load_study
+from tests.fixtures import write_distributed_study
+
+
+def _trials(cfg):
+    import optuna
+    return optuna.load_study(study_name=cfg.name, storage=cfg.storage).get_trials(deepcopy=False)
+
+
+def _fail_one_waiting_point(cfg, *, evaluation_error: bool = False) -> dict:
+    """Fail a queued grid point the way the storage fails a stale trial (RUNNING -> FAIL), without
+    the re-queue that should follow (the connection was lost between the two transactions)."""
+    import optuna
+    from optuna.trial import TrialState
+    storage = optuna.storages.RDBStorage(cfg.storage)
+    t = next(t for t in _trials(cfg) if t.state == TrialState.WAITING)
+    tid = t._trial_id
+    storage.set_trial_state_values(tid, state=TrialState.RUNNING)
+    if evaluation_error:
+        storage.set_trial_user_attr(tid, "dse", {"error": "boom"})
+    storage.set_trial_state_values(tid, state=TrialState.FAIL)
+    storage.engine.dispose()
+    return dict(t.system_attrs["fixed_params"])
+
+
+@pytest.mark.parametrize("evaluation_error", [False, True], ids=["stale", "evaluation-error"])
+def test_a_stale_point_without_its_requeued_copy_is_queued_again(tmp_path, evaluation_error):
+    from optuna.trial import TrialState
+    study = write_distributed_study(tmp_path, trials=12, batch=4, name="lost")
+    cfg = load_study(study, storage=f"sqlite:///{tmp_path / 'lost.db'}", check_metrics=False)
+    lines: list[str] = []
+    first = run_worker(cfg, worker_id="w0", max_trials=4, log=lines.append)
+    assert first.evaluated == 4
+    _fail_one_waiting_point(cfg, evaluation_error=evaluation_error)
+    s = run_worker(cfg, worker_id="w1", log=lines.append)
+    complete = [t for t in _trials(cfg) if t.state == TrialState.COMPLETE]
+    keys = {t.user_attrs["design_key"] for t in complete}
+    assert len(keys) == len(complete)
+    if evaluation_error:        # a design whose evaluation failed stays failed
+        assert len(complete) == 11 and s.stopped_by == "exhausted"
+    else:
+        assert len(complete) == 12 and s.stopped_by == "", lines
+        assert any("queued again" in ln for ln in lines)
