@@ -23,13 +23,25 @@ def register(sub) -> None:
 
 
 def parse_ref(text: str, storage: str | None) -> tuple[str, dict]:
-    path, *ovs = text.split("@")
+    """``STUDY.toml[@seed=S][@model=M][@storage=URL]`` -> (path, overrides); an '@' inside a
+    storage URL (``user:pw@host``) stays in the URL."""
+    import re
+    path, *parts = text.split("@")
+    ovs: list[str] = []
+    for part in parts:
+        if ovs and ovs[-1].startswith("storage=") and not re.match(r"^[A-Za-z_]+=", part):
+            ovs[-1] += "@" + part
+        else:
+            ovs.append(part)
     kw: dict = {"storage": storage}
     for ov in ovs:
         k, sep, v = ov.partition("=")
         if not sep or k not in ("seed", "model", "storage"):
             raise ConfigError(f"{text!r}: override {ov!r}: expected seed=S, model=NAME or storage=URL")
-        kw[k] = _int_arg(v) if k == "seed" else v
+        try:
+            kw[k] = _int_arg(v) if k == "seed" else v
+        except (argparse.ArgumentTypeError, ValueError):
+            raise ConfigError(f"{text!r}: override {ov!r}: the seed must be an integer") from None
     return path, kw
 
 

@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _robust(args: argparse.Namespace, res):
-    if not (args.robust or args.seeds or args.models or args.trace):
+    if args.robust is None and not (args.seeds or args.models or args.trace):
         return None
     from dse.search import robust as rb
     from dse.search.runner import evaluate_design
@@ -114,6 +114,19 @@ def _names(text: str, flag: str, res) -> list[str]:
     return [coerce(BY_NAME["model"], s.strip(), flag, "model") for s in text.split(",") if s.strip()]
 
 
+def check_columns(res, shown, cols, sort: str | None) -> None:
+    """Refuse a ``--columns`` or ``--sort`` name that is no objective, knob or metric of the study
+    (nothing to check when no trial is shown)."""
+    from dse.errors import suggest
+    cfg = res.cfg
+    known = set(cfg.objectives.names) | set(cfg.space.searched_names) | {k for r in shown for k in r.design} | \
+        {k for r in shown for k in r.metrics.get(cfg.models[0], {})}
+    named = [("--columns", c) for c in cols or ()] + ([("--sort", sort.removeprefix("-"))] if sort else [])
+    for opt, c in named:
+        if c not in known and shown:
+            raise ConfigError(f"{opt} {c!r}: not an objective, knob or metric of this study{suggest(c, known)}")
+
+
 def _rows(args, res, shown, front, knee):
     """Headers and rows (sorted) of the table: trial, knee, [status], then the chosen columns."""
     cfg = res.cfg
@@ -135,12 +148,7 @@ def _rows(args, res, shown, front, knee):
             return r.design[c]
         return r.metrics.get(cfg.models[0], {}).get(c)
 
-    known = set(onames) | set(pnames) | {k for r in shown for k in r.design} | \
-        {k for r in shown for k in r.metrics.get(cfg.models[0], {})}
-    for c in cols:
-        if c not in known and shown:
-            from dse.errors import suggest
-            raise ConfigError(f"--columns {c!r}: not an objective, knob or metric of this study{suggest(c, known)}")
+    check_columns(res, shown, cols, args.sort)
     rows = []
     ordered = shown if args.csv and not args.sort else _sorted(args, res, shown, value)  # CSV: trial order
     for r in ordered:

@@ -29,6 +29,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dse.cli.front import check_columns
     from dse.search.results import load_results
     from dse.viz.report import build_report
     from dse.viz.report_render import to_html, to_markdown
@@ -49,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         from dse.reproduce import reproduce
         rows = reproduce()
     cols = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
+    check_columns(res, res.front(), cols, args.sort)
     sections = build_report(res, robust=robust, reproduce_rows=rows, columns=cols, sort=args.sort)
     title = f"rexpert-dse study report: {cfg.name}"
     try:

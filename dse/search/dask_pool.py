@@ -78,6 +78,13 @@ def _connect(distributed, address: str):
     if m is None or (m.group(3) is not None and not 0 < int(m.group(3)) < 65536):
         raise ConfigError(f"--scheduler {address!r}: not a scheduler address ([tcp|tls|ws|wss]://host[:port], "
                           f"e.g. tcp://10.0.0.5:8786)")
+    if (m.group(1) or "tcp") == "tcp" and m.group(3) is not None:   # refused: say so at once, not after the timeout
+        import socket
+        try:
+            socket.create_connection((m.group(2).strip("[]"), int(m.group(3))), timeout=CONNECT_TIMEOUT_S).close()
+        except OSError as exc:
+            raise ConfigError(f"--scheduler {address!r}: cannot reach a Dask scheduler there "
+                              f"({exc.strerror or type(exc).__name__})") from None
     try:
         return distributed.Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
     except (OSError, ValueError, TypeError, TimeoutError) as exc:

@@ -16,3 +16,16 @@ def test_compare_cli_writes_the_figure_and_the_table(quickstart_study, tmp_path,
     assert d["coverage"][a][b] == 1.0 and d["dominant"] == a          # a study covers its own copy
     assert all(d["knees_agree"].values()) and d["hypervolume"][a] == d["hypervolume"][b]
     assert main(["compare", study]) == 2
+
+
+def test_study_references_keep_an_at_sign_of_a_storage_url():
+    import pytest
+
+    from dse.cli.compare import parse_ref
+    from dse.errors import ConfigError
+    url = "postgresql://u:p@ss@db-host/dse?sslmode=require"
+    assert parse_ref(f"s.toml@seed=3@storage={url}@model=m", None) == ("s.toml", {"storage": url, "seed": 3,
+                                                                                 "model": "m"})
+    assert parse_ref("s.toml", "x.db") == ("s.toml", {"storage": "x.db"})
+    with pytest.raises(ConfigError, match="seed must be an integer"):
+        parse_ref("s.toml@seed=x", None)

@@ -90,12 +90,59 @@ EXTRA: list[Case] = [
 ]
 
 _VALID = "study/parts/valid.toml"
+_V_DB = ("--storage", "{tmp}/v.db")          # a finished run of _VALID (setup="valid_study")
+
+# Storages (--storage and `dse study list`): damaged, foreign and misplaced files, read-only commands.
+_STORAGE = "storage (--storage URL or file)"
+EXTRA += [
+    Case("storage/not_a_sqlite_file", ("front", _VALID, "--storage", "{tmp}/notes.db"), _STORAGE, "notes.db",
+         ("not a SQLite database",), setup="notes_db"),
+    Case("storage/truncated_database", ("front", _VALID, "--storage", "{tmp}/damaged.db"), _STORAGE, "damaged.db",
+         ("damaged or truncated SQLite database",), setup="truncated_db"),
+    Case("storage/corrupted_database", ("run", _VALID, "--no-progress", "--storage", "{tmp}/damaged.db"), _STORAGE,
+         "damaged.db", ("damaged or truncated SQLite database",), setup="corrupted_db"),
+    Case("storage/missing_folder", ("run", _VALID, "--no-progress", "--storage", "{tmp}/no/such/s.db"), _STORAGE,
+         "no/such/s.db", ("does not exist",)),
+    Case("storage/a_directory", ("run", _VALID, "--no-progress", "--storage", "{tmp}/adir.db"), _STORAGE,
+         "adir.db", ("is a directory",), setup="dir_db"),
+    Case("storage/scheme_in_user_spelling", ("front", _VALID, "--storage", "ReDiS://Host/0"), _STORAGE,
+         "ReDiS://Host/0", ("unknown URL scheme 'ReDiS'",)),
+    Case("storage/front_of_a_study_never_run", ("front", _VALID, "--storage", "{tmp}/none.db"), _STORAGE,
+         "study/parts/valid.toml", ("no study 'hostile-valid'", "none.db")),
+    Case("storage/plot_of_a_study_never_run", ("plot", _VALID, "--storage", "{tmp}/none.db", "-o", "{tmp}/p.png"),
+         _STORAGE, "study/parts/valid.toml", ("no study 'hostile-valid'",)),
+    Case("storage/export_of_a_study_never_run", ("export", _VALID, "--knee", "-o", "{tmp}/k.toml", "--storage",
+                                                 "{tmp}/none.db"), _STORAGE, "study/parts/valid.toml",
+         ("no study 'hostile-valid'",)),
+    Case("storage/report_of_a_study_never_run", ("report", _VALID, "--storage", "{tmp}/none.db", "-o",
+                                                 "{tmp}/r.html"), _STORAGE, "study/parts/valid.toml",
+         ("no study 'hostile-valid'",)),
+    Case("storage/other_study_in_the_file", ("front", "study/parts/valid_renamed.toml", *_V_DB), _STORAGE,
+         "valid_renamed.toml", ("no study 'hostile-other'",), setup="valid_study"),
+    Case("storage/study_list_missing_file", ("study", "list", "{tmp}/none.db"), _STORAGE, "none.db",
+         ("no such file",)),
+    Case("storage/study_list_not_sqlite", ("study", "list", "{tmp}/notes.db"), _STORAGE, "notes.db",
+         ("not a SQLite database",), setup="notes_db"),
+    Case("storage/study_list_truncated", ("study", "list", "{tmp}/damaged.db"), _STORAGE, "damaged.db",
+         ("damaged or truncated",), setup="truncated_db"),
+    Case("storage/postgres_unreachable", ("front", _VALID, "--storage",
+                                          "postgresql://u:secret@127.0.0.1:1/db?connect_timeout=2"), _STORAGE,
+         "postgresql://u:***@127.0.0.1:1/db", ("cannot connect",)),
+]
 
 # Options of run / worker / reproduce.
 _OPTS = "command-line option"
 EXTRA += [
     Case("option/run_jobs_zero", ("run", _VALID, "--jobs", "0"), _OPTS, "--jobs 0", ("positive number",)),
     Case("option/run_jobs_not_a_number", ("run", _VALID, "--jobs", "many"), _OPTS, "--jobs", ("'many'",)),
+    Case("option/worker_db_retry_negative", ("worker", _VALID, "--storage", "{tmp}/w.db", "--db-retry", "-1"),
+         _OPTS, "--db-retry -1", ("[0, 86400]",)),
+    Case("option/worker_db_retry_nan", ("worker", _VALID, "--storage", "{tmp}/w.db", "--db-retry", "nan"),
+         _OPTS, "--db-retry nan", ("[0, 86400]",)),
+    Case("option/worker_heartbeat_zero", ("worker", _VALID, "--storage", "{tmp}/w.db", "--heartbeat", "0"),
+         _OPTS, "--heartbeat 0", ("[1, 3600]",)),
+    Case("option/worker_poll_zero", ("worker", _VALID, "--storage", "{tmp}/w.db", "--poll", "0"),
+         _OPTS, "--poll 0", ("[0.01, 3600]",)),
     Case("option/unknown_command", ("frobnicate",), _OPTS, "frobnicate", ("invalid choice", "evaluate")),
     Case("option/reproduce_only_no_match", ("reproduce", "--only", "nonexistent"), _OPTS, "--only 'nonexistent'",
          ("no reference entry", "latency_35b")),
@@ -142,6 +189,60 @@ EXTRA += [
     Case("grid/output_not_parquet", ("grid", "study/parts/space.toml", "-o", "{tmp}/x.txt"), _INSPECT, "x.txt",
          ("parquet",)),
     Case("compare/one_study", ("compare", _VALID), _INSPECT, "compare", ("at least two studies",)),
+    Case("compare/bad_override", ("compare", _VALID, _VALID + "@sed=1", *_V_DB), _INSPECT, "sed=1",
+         ("seed=S, model=NAME or storage=URL",), setup="valid_study"),
+    Case("compare/missing_study_file", ("compare", _VALID, "study/parts/nothere.toml", *_V_DB), _INSPECT,
+         "nothere.toml", ("no such file",), setup="valid_study"),
+    Case("compare/second_never_run", ("compare", _VALID, _VALID + "@seed=99", *_V_DB), _INSPECT, "valid.toml",
+         ("no study",), setup="valid_study"),
+    Case("compare/output_not_an_image", ("compare", _VALID, _VALID + "@seed=0", *_V_DB, "-o", "{tmp}/c.txt"),
+         _INSPECT, "c.txt", ("png",), setup="valid_study"),
+    Case("compare/override_seed_not_a_number", ("compare", _VALID, _VALID + "@seed=x", *_V_DB), _INSPECT,
+         "seed=x", (), setup="valid_study"),
+    Case("compare/override_unknown_model", ("compare", _VALID, _VALID + "@model=gpt-5", *_V_DB), _INSPECT,
+         "gpt-5", ("qwen3.5-35b-a3b",), setup="valid_study"),
+    Case("compare/override_bad_storage", ("compare", _VALID, _VALID + "@storage=ReDiS://h/0", *_V_DB), _INSPECT,
+         "ReDiS://h/0", ("unknown URL scheme 'ReDiS'",), setup="valid_study"),
+    Case("robust/bad_seeds", ("front", _VALID, *_V_DB, "--robust", "3", "--seeds", "a,b"), _INSPECT, "--seeds",
+         ("comma-separated integers",), setup="valid_study"),
+    Case("robust/zero", ("front", _VALID, *_V_DB, "--robust", "0"), _INSPECT, "--robust 0",
+         ("positive",), setup="valid_study"),
+    Case("robust/unknown_model", ("front", _VALID, *_V_DB, "--models", "gpt-5"), _INSPECT, "gpt-5",
+         ("qwen3.5-35b-a3b",), setup="valid_study"),
+    Case("robust/trace_missing", ("front", _VALID, *_V_DB, "--trace", "trace/no_such.npz"), _INSPECT,
+         "no_such.npz", ("no such file",), setup="valid_study"),
+    Case("robust/report_zero", ("report", _VALID, *_V_DB, "-o", "{tmp}/r.html", "--robust", "0"), _INSPECT,
+         "--robust 0", ("positive",), setup="valid_study"),
+    Case("report/unknown_column", ("report", _VALID, *_V_DB, "-o", "{tmp}/r.html", "--columns", "nope"),
+         _INSPECT, "nope", ("--columns",), setup="valid_study"),
+    Case("report/unknown_sort", ("report", _VALID, *_V_DB, "-o", "{tmp}/r.html", "--sort", "nope"),
+         _INSPECT, "nope", ("--sort",), setup="valid_study"),
+    Case("front/unknown_sort", ("front", _VALID, *_V_DB, "--sort=-nope"), _INSPECT, "nope", ("--sort",),
+         setup="valid_study"),
+    Case("report/bad_format", ("report", _VALID, *_V_DB, "-o", "{tmp}/r.html", "--format", "pdf"), _INSPECT,
+         "--format", ("invalid choice: 'pdf'",)),
+    Case("grid/objectives_missing", ("grid", "study/parts/space.toml", "--objectives", "study/parts/no.toml"),
+         _INSPECT, "no.toml", ("no such file",)),
+    Case("grid/batch_zero", ("grid", "study/parts/space.toml", "--batch", "0"), _INSPECT, "batch",
+         ("[1, 1048576]",)),
+    Case("grid/space_empty", ("grid", "study/parts/space_empty_file.toml"), _INSPECT, "space_empty_file.toml", ()),
+]
+
+# Dask scheduler addresses (`dse run --backend dask`): one line, fast, no traceback.
+_DASK = "Dask scheduler address (--scheduler)"
+EXTRA += [
+    Case("dask/scheduler_garbage", ("run", _VALID, "--no-progress", "--storage", "{tmp}/d.db", "--backend", "dask",
+                                    "--scheduler", "garbage"), _DASK, "garbage", ()),
+    Case("dask/scheduler_unreachable", ("run", _VALID, "--no-progress", "--storage", "{tmp}/d.db", "--backend",
+                                        "dask", "--scheduler", "tcp://127.0.0.1:1"), _DASK, "tcp://127.0.0.1:1", ()),
+    Case("dask/scheduler_bad_scheme", ("run", _VALID, "--no-progress", "--storage", "{tmp}/d.db", "--backend",
+                                       "dask", "--scheduler", "http://127.0.0.1:8786"), _DASK,
+         "http://127.0.0.1:8786", ()),
+    Case("dask/scheduler_port_out_of_range", ("run", _VALID, "--no-progress", "--storage", "{tmp}/d.db",
+                                              "--backend", "dask", "--scheduler", "tcp://127.0.0.1:70000"), _DASK,
+         "tcp://127.0.0.1:70000", ("not a scheduler address",)),
+    Case("dask/scheduler_without_dask", ("run", _VALID, "--no-progress", "--storage", "{tmp}/d.db", "--scheduler",
+                                         "tcp://127.0.0.1:8786"), _DASK, "--scheduler", ("only with --backend dask",)),
 ]
 
 
@@ -164,6 +265,16 @@ def _valid_trace(tmp: Path) -> None:
     rng = np.random.default_rng(1)
     ids = np.stack([rng.permutation(64)[:8] for _ in range(2 * 16 * 4)]).reshape(2, 16, 4, 8)
     save_trace(make_trace(ids, "olmoe-1b-7b", 64, source="hostile corpus"), tmp / "olmoe.npz")
+
+
+def _valid_study(tmp: Path) -> None:
+    """A finished 2-trial run of study/parts/valid.toml in ``{tmp}/v.db``."""
+    import contextlib
+    import io
+
+    from dse.cli import main
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["run", str(HERE / _VALID), "--no-progress", "--storage", str(tmp / "v.db")]) == 0
 
 
 def _trace_knob_space(tmp: Path) -> None:
@@ -223,7 +334,7 @@ def _dumps(tmp: Path) -> None:
 
 BUILDERS = {"huge_toml": _huge_toml, "digits_toml": _digits_toml, "valid_trace": _valid_trace,
             "huge_catalog": _huge_catalog, "notes_db": _notes_db, "truncated_db": _truncated_db,
-            "corrupted_db": _corrupted_db, "dir_db": _dir_db, "dumps": _dumps,
+            "corrupted_db": _corrupted_db, "dir_db": _dir_db, "dumps": _dumps, "valid_study": _valid_study,
             "trace_knob_space": _trace_knob_space}
 
 
