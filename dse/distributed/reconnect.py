@@ -11,7 +11,8 @@ flight fails, and until the server is back every new connection is refused. A wo
 * retries with bounded exponential backoff (0.5 s doubling, at most ``MAX_BACKOFF_S``) until the
   server answers, then carries on;
 * gives up after ``budget_s`` seconds without a connection: ``DatabaseUnreachable`` (one line,
-  exit status 3). A later ``dse worker`` finishes the study.
+  exit status 3). A later ``dse worker`` finishes the study;
+* stops waiting as soon as ``stop()`` is true (a SIGINT / SIGTERM asked the worker to stop).
 
 ``is_connection_error`` tells a lost connection (retry) from every other database error (a bug
 or a real conflict: raised as is). SQLAlchemy marks the statement that lost its connection
@@ -28,6 +29,7 @@ from dse.errors import DSEError
 DEFAULT_BUDGET_S = 120.0
 FIRST_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 8.0
+STOP_POLL_S = 0.25        # how often a waiting worker checks whether a signal asked it to stop
 # Driver messages of a connection that is gone or cannot be made (psycopg / libpq, SQLite).
 _LOST = ("server closed the connection", "terminating connection", "connection refused", "could not connect",
          "connection failed", "connection is closed", "consuming input failed", "the database system is",
@@ -103,14 +105,27 @@ class Outage:
 
     def __init__(self, probe: Callable[[], object], log: Callable[[str], None], where: str,
                  budget_s: float = DEFAULT_BUDGET_S, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, stop: Callable[[], bool] | None = None):
         self.probe, self.log, self.where, self.budget_s = probe, log, where, float(budget_s)
-        self.sleep, self.clock = sleep, clock
+        self.sleep, self.clock, self._stop = sleep, clock, stop
         self.outages = 0
 
+    def stop(self) -> bool:
+        return self._stop is not None and self._stop()
+
+    def _wait(self, seconds: float) -> None:
+        """Sleep ``seconds`` (with a ``stop``: in steps of ``STOP_POLL_S`` while it is false)."""
+        if self._stop is None:
+            self.sleep(seconds)
+            return
+        end = self.clock() + seconds
+        while not self.stop() and self.clock() < end:
+            self.sleep(min(STOP_POLL_S, end - self.clock()))
+
     def ride_out(self, exc: BaseException) -> float:
-        """Wait until ``probe`` succeeds; returns the seconds waited. Raises DatabaseUnreachable
-        after ``budget_s`` seconds, or at once for an error that is not a lost connection."""
+        """Wait until ``probe`` succeeds (or ``stop()`` is true); returns the seconds waited. Raises
+        DatabaseUnreachable after ``budget_s`` seconds, or at once for an error that is not a lost
+        connection."""
         if not is_connection_error(exc):
             raise exc
         self.outages += 1
@@ -125,7 +140,9 @@ class Outage:
                 raise DatabaseUnreachable(
                     f"storage {self.where}: unreachable for {self.budget_s:.0f} s ({first_line(last)}); this "
                     f"worker stops, its unfinished trials are re-queued by the next worker once the server is back")
-            self.sleep(min(delay, left))
+            self._wait(min(delay, left))
+            if self.stop():
+                return self.clock() - start
             delay = min(2 * delay, MAX_BACKOFF_S)
             try:
                 self.probe()

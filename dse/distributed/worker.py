@@ -144,9 +144,10 @@ def run_worker(cfg: StudyConfig, *, jobs: int = 1, worker_id: str | None = None,
     the loop starts again on a fresh connection; ``DatabaseUnreachable`` past the budget."""
     log = log or (lambda msg: print(f"dse worker: {msg}", file=sys.stderr, flush=True))
     t0 = time.perf_counter()
-    outage = Outage(lambda: probe_storage(cfg), log, storage_label(cfg), budget_s=db_retry_s)
     summary: WorkerSummary | None = None
     with quiet_optuna(), Shutdown() as shutdown:
+        outage = Outage(lambda: probe_storage(cfg), log, storage_label(cfg), budget_s=db_retry_s,
+                        stop=lambda: shutdown.requested)
         while True:
             try:
                 w = _Worker(cfg, jobs, worker_name(worker_id), evaluator or evaluate_design, log, summary)
@@ -157,6 +158,11 @@ def run_worker(cfg: StudyConfig, *, jobs: int = 1, worker_id: str | None = None,
                 if isinstance(exc, DSEError) and summary is None:   # a wrong URL, a full server: one line now
                     raise
                 outage.ride_out(exc)
+                if shutdown.requested:       # a signal while waiting for the server: stop now
+                    if summary is None:
+                        raise KeyboardInterrupt from None
+                    summary.stopped_by, summary.signum = "signal", shutdown.signum
+                    break
     summary.elapsed_s = time.perf_counter() - t0
     return summary
 

@@ -193,12 +193,11 @@ def test_server_restart_under_three_workers(server, tmp_path, down_s):
     meanwhile may not notice, its pool re-connects), and a restart with the server down for 4 s
     (longer than the 3 s heartbeat grace: every worker notices, the trials they held go stale
     and are re-queued)."""
-    target = 90
+    target = 300                     # the whole grid: the fault hits mid-study however fast the trials are
     name = f"restart{int(down_s)}"
     study = write_study(tmp_path, name, target)
     procs = start_three(study, server.url, name, "--db-retry", "60")
     try:
-        wait_complete(server.url, name, 30, procs)
         if down_s:
             server.stop()
             time.sleep(down_s)
@@ -227,11 +226,10 @@ def test_server_restart_under_three_workers(server, tmp_path, down_s):
 
 
 def test_server_down_beyond_the_retry_budget_then_resume(server, tmp_path):
-    target = 80
+    target = 300
     study = write_study(tmp_path, "outage", target)
     procs = start_three(study, server.url, "outage", "--db-retry", "3")
     try:
-        wait_complete(server.url, "outage", 20, procs)
         server.stop()
         results = [finish(p, timeout=120) for p in procs]
     finally:
@@ -246,7 +244,7 @@ def test_server_down_beyond_the_retry_budget_then_resume(server, tmp_path):
         assert len(errors) == 1 and "unreachable for 3 s" in errors[0], err
         assert err.strip().splitlines()[-1] == errors[0]
     before = {t.number: t.values for t in trials(server.url, "outage") if t.state.name == "COMPLETE"}
-    assert 20 <= len(before) < target
+    assert 3 <= len(before) < target
     rc, err = finish(worker(study, server.url, "late", "--db-retry", "60"))
     assert rc == 0, err[-3000:]
     complete = check_study(server.url, "outage", target)

@@ -66,3 +66,17 @@ def test_outage_reraises_what_is_not_a_lost_connection():
     o = Outage(lambda: None, lambda _: None, "db")
     with pytest.raises(ValueError):
         o.ride_out(ValueError("a bug"))
+
+
+def test_a_stop_request_ends_the_wait_at_once():
+    clock, lines, stop = Clock(), [], []
+
+    def probe():
+        if len(clock.sleeps) >= 3:
+            stop.append(True)          # a signal arrives while the server is still down
+        raise _lost("connection refused")
+    o = Outage(probe, lines.append, "db", budget_s=600, sleep=clock.sleep, clock=lambda: clock.t,
+               stop=lambda: bool(stop))
+    waited = o.ride_out(_lost())
+    assert waited < 10 and len(lines) == 1
+    assert max(clock.sleeps) <= 0.25
