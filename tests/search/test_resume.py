@@ -6,7 +6,7 @@ objectives) on the closed-form workload, so it is fast (its dollar and MFU objec
 trace; latency, power and area stand in). The driver runs in a subprocess that
 sends itself a signal right after writing its n-th trial: SIGKILL / SIGTERM (the process dies at
 once) or SIGINT (Ctrl-C), at five points drawn at random (seeded), mid-batch and between batches,
-with ``--jobs 1`` and ``--jobs 2``."""
+with ``--jobs 1`` and ``--jobs 2``, and with the Dask backend (a local cluster of 2 workers)."""
 from __future__ import annotations
 
 import json
@@ -29,7 +29,7 @@ DRIVER = """
 import os, signal, sys
 from dse.search import load_study, run_study
 from dse.search.mirror import StudyMirror
-study, storage, kill_at, signame, jobs = sys.argv[1:6]
+study, storage, kill_at, signame, jobs, backend = sys.argv[1:7]
 write = StudyMirror.write
 def write_then_signal(self, trial, ft):
     number = write(self, trial, ft)
@@ -38,7 +38,7 @@ def write_then_signal(self, trial, ft):
     return number
 StudyMirror.write = write_then_signal
 try:
-    run_study(load_study(study, storage=storage), jobs=int(jobs))
+    run_study(load_study(study, storage=storage), jobs=int(jobs), backend=backend)
 except KeyboardInterrupt:
     sys.exit(130)
 sys.exit(3)   # not interrupted: the kill point was not reached
@@ -103,11 +103,13 @@ def kill_points(rng: random.Random) -> list[int]:
             return pts
 
 
-def interrupted_run(study: Path, storage: str, kill_at: int, signame: str, jobs: int, log: Path) -> int:
+def interrupted_run(study: Path, storage: str, kill_at: int, signame: str, jobs: int, log: Path,
+                    backend: str = "loky") -> int:
     """Run the driver until it signals itself; its exit status. (Output goes to a file: evaluation
     workers a killed driver leaves behind would hold a pipe open.)"""
     with log.open("w") as err:
-        p = subprocess.Popen([sys.executable, "-c", DRIVER, str(study), storage, str(kill_at), signame, str(jobs)],
+        p = subprocess.Popen([sys.executable, "-c", DRIVER, str(study), storage, str(kill_at), signame, str(jobs),
+                              backend],
                              stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         try:
             rc = p.wait(timeout=300)
@@ -143,6 +145,27 @@ def test_a_study_killed_five_times_ends_as_an_uninterrupted_run(tmp_path):
     got = outcome(cfg)
     for g, w in zip(got["trials"], want["trials"]):
         assert g == w, f"trial {w[0]} differs"
+    assert got["front"] == want["front"] and got["knee"] == want["knee"]
+
+
+@pytest.mark.slow
+def test_a_study_killed_under_dask_ends_as_an_uninterrupted_run(tmp_path):
+    """``--backend dask`` (a local cluster, killed with its driver): SIGKILL mid-batch, then SIGINT
+    between batches, resumed on Dask: the trials, front and knee of an uninterrupted ``--jobs 1`` run."""
+    study = write_study(tmp_path)
+    ref_cfg = load_study(study, storage=f"sqlite:///{tmp_path / 'ref.db'}")
+    run_study(ref_cfg)
+    want = outcome(ref_cfg)
+    storage = f"sqlite:///{tmp_path / 'dask.db'}"
+    for kill_at, signame in [(BATCH + 3, "SIGKILL"), (3 * BATCH, "SIGINT")]:
+        rc = interrupted_run(study, storage, kill_at, signame, 2, tmp_path / f"dask-{kill_at}.log", backend="dask")
+        assert rc == (130 if signame == "SIGINT" else -signal.SIGKILL), (tmp_path / f"dask-{kill_at}.log").read_text()
+        assert len(load_results(load_study(study, storage=storage)).records) == kill_at
+    cfg = load_study(study, storage=storage)
+    s = run_study(cfg, jobs=2, backend="dask")
+    assert s.notes == []
+    got = outcome(cfg)
+    assert got["trials"] == want["trials"]
     assert got["front"] == want["front"] and got["knee"] == want["knee"]
 
 
