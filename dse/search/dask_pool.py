@@ -75,10 +75,10 @@ class DaskPool:
 def _connect(distributed, address: str):
     """A client of the scheduler at ``address``; a one-line ConfigError if it cannot be reached."""
     m = _ADDRESS.match(address) if isinstance(address, str) else None
-    if m is None or (m.group(3) is not None and not 0 < int(m.group(3)) < 65536):
-        raise ConfigError(f"--scheduler {address!r}: not a scheduler address ([tcp|tls|ws|wss]://host[:port], "
+    if m is None or m.group(3) is None or not 0 < int(m.group(3)) < 65536:
+        raise ConfigError(f"--scheduler {address!r}: not a scheduler address ([tcp|tls|ws|wss]://host:port, "
                           f"e.g. tcp://10.0.0.5:8786)")
-    if (m.group(1) or "tcp") == "tcp" and m.group(3) is not None:   # refused: say so at once, not after the timeout
+    if (m.group(1) or "tcp") == "tcp":   # refused: say so at once, not after the timeout
         import socket
         try:
             socket.create_connection((m.group(2).strip("[]"), int(m.group(3))), timeout=CONNECT_TIMEOUT_S).close()
