@@ -17,6 +17,7 @@ from dse.distributed import quota
 from dse.search import optuna_compat as oc
 from dse.search.grid_queue import grid_queue, point_key
 from dse.search.storage import MAX_RETRY
+from dse.search.stored import is_scored
 from dse.search.study import StudyConfig
 from dse.search.trials import DesignCache
 
@@ -118,15 +119,15 @@ def requeue_lost_points(study, cfg: StudyConfig, room: int, log: Callable[[str],
     evaluation failed stays failed."""
     from optuna.trial import TrialState
     trials = study.get_trials(deepcopy=False)
-    done = {t.user_attrs.get("design_key") for t in trials if t.state == TrialState.COMPLETE}
+    done = {t.user_attrs.get("design_key") for t in trials if is_scored(t)}   # in any stored state
     pending = [dict(t.system_attrs.get("fixed_params", t.params)) for t in trials
                if t.state in (TrialState.WAITING, TrialState.RUNNING)]
     fails: dict[str, int] = {}
     for t in trials:
         params = t.system_attrs.get("fixed_params")
-        if t.state == TrialState.FAIL and params:
+        if t.state == TrialState.FAIL and params and not is_scored(t):
             key = point_key(cfg, params)
-            evaluated = "error" in t.user_attrs.get("dse", {})
+            evaluated = "dse" in t.user_attrs     # its evaluation failed: not a stale trial
             fails[key] = fails.get(key, 0) + (MAX_RETRY + 1 if evaluated else 1)
     lost = [p for p in grid_queue(cfg, done, pending) if 0 < fails.get(point_key(cfg, p), 0) <= MAX_RETRY]
     lost = lost[:max(0, room)]

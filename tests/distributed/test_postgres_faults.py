@@ -2,7 +2,8 @@
 (started here on a free port, like .ci/run does; never the shared server):
 
 * the server restarts (`pg_ctl restart -m fast`) while 3 workers run: they reconnect (bounded
-  backoff, at most one line each), and the study ends with exactly its target COMPLETE trials, no
+  backoff, at most one line each), and the study ends with exactly its target of evaluated trials
+  (COMPLETE, or stored PRUNED / FAIL with their values: dse.search.stored), no
   design twice, nothing RUNNING or WAITING;
 * the server stays down longer than the retry budget: every worker exits 3 with one `dse: error:`
   line and no traceback; a later worker finishes the study and every trial completed before the
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from dse.search.stored import is_scored
 from tests.fixtures import write_distributed_study
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -119,7 +121,7 @@ def start_three(study: Path, url: str, name: str, *extra: str) -> list[subproces
     end = time.monotonic() + 180       # every worker past its start-up (a fault then hits a running loop)
     while time.monotonic() < end:
         try:
-            done = {t.user_attrs.get("dse_worker") for t in trials(url, name) if t.state.name == "COMPLETE"}
+            done = {t.user_attrs.get("dse_worker") for t in trials(url, name) if is_scored(t)}
         except Exception:  # noqa: BLE001
             done = set()
         if {"w0", "w1", "w2"} <= done:
@@ -153,7 +155,7 @@ def trials(url: str, name: str):
 
 def complete_count(url: str, name: str) -> int:
     try:
-        return sum(t.state.name == "COMPLETE" for t in trials(url, name))
+        return sum(is_scored(t) for t in trials(url, name))
     except Exception:  # noqa: BLE001 - the server is restarting
         return 0
 
@@ -171,14 +173,14 @@ def wait_complete(url: str, name: str, n: int, procs, timeout: float = 180) -> N
 
 def check_study(url: str, name: str, target: int, context: str = "") -> list:
     ts = trials(url, name)
-    complete = [t for t in ts if t.state.name == "COMPLETE"]
+    complete = [t for t in ts if is_scored(t)]      # evaluated, in whatever state it is stored
     keys = [t.user_attrs["design_key"] for t in complete]
     states = {}
     for t in ts:
         states[t.state.name] = states.get(t.state.name, 0) + 1
     assert len(complete) == target, f"states {states}; failed or pruned: " + "; ".join(
         f"{t.number} {t.state.name} {t.system_attrs} {t.user_attrs}" for t in ts
-        if t.state.name in ("FAIL", "PRUNED"))[:6000] + f"; {context}"
+        if t.state.name in ("FAIL", "PRUNED") and not is_scored(t))[:6000] + f"; {context}"
     assert len(set(keys)) == target, "a design was completed twice"
     assert not [t for t in ts if t.state.name in ("RUNNING", "WAITING")]
     return complete
@@ -221,7 +223,7 @@ def test_server_restart_under_three_workers(server, tmp_path, down_s):
         assert lines == [1, 1, 1], "\n".join(err[-1500:] for _, err in results)
     assert at_restart < target, "the study ended before the server came back"
     check_study(server.url, name, target, "\n".join(err[-1500:] for _, err in results))
-    print(f"restart (down {down_s:g} s): {target} COMPLETE, {target} distinct designs, {at_restart} complete "
+    print(f"restart (down {down_s:g} s): {target} evaluated, {target} distinct designs, {at_restart} evaluated "
           f"when the server came back; lost-connection lines per worker {lines}")
 
 
@@ -243,14 +245,15 @@ def test_server_down_beyond_the_retry_budget_then_resume(server, tmp_path):
         errors = [ln for ln in err.strip().splitlines() if ln.startswith("dse: error:")]
         assert len(errors) == 1 and "unreachable for 3 s" in errors[0], err
         assert err.strip().splitlines()[-1] == errors[0]
-    before = {t.number: t.values for t in trials(server.url, "outage") if t.state.name == "COMPLETE"}
+    before = {t.number: (t.values, t.user_attrs.get("dse_values")) for t in trials(server.url, "outage")
+              if is_scored(t)}
     assert 3 <= len(before) < target
     rc, err = finish(worker(study, server.url, "late", "--db-retry", "60"))
     assert rc == 0, err[-3000:]
     complete = check_study(server.url, "outage", target)
-    after = {t.number: t.values for t in complete}
+    after = {t.number: (t.values, t.user_attrs.get("dse_values")) for t in complete}
     assert {n: after.get(n) for n in before} == before, "a trial completed before the outage changed or vanished"
-    print(f"outage: 3 workers exited 3; {len(before)} COMPLETE kept, study finished with {target}")
+    print(f"outage: 3 workers exited 3; {len(before)} evaluated trials kept, study finished with {target}")
 
 
 def test_too_many_connections_is_one_line(server, tmp_path):
