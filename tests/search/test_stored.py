@@ -175,8 +175,19 @@ def write_old_form(src: str, dst: str) -> None:
 
 
 def test_a_study_in_the_earlier_form_reads_and_resumes_the_same(tmp_path, capsys):
+    earlier_form_reads_and_resumes_the_same(tmp_path, capsys, f"sqlite:///{tmp_path / 'old.db'}")
+
+
+@pytest.mark.postgres
+def test_a_study_in_the_earlier_form_on_postgresql(tmp_path, capsys, postgres_url):
+    earlier_form_reads_and_resumes_the_same(tmp_path, capsys, postgres_url)
+
+
+def earlier_form_reads_and_resumes_the_same(tmp_path, capsys, old: str) -> None:
+    """A study written in the earlier form into ``old`` (24 trials) reads as the same study written
+    now, and once resumed to 40 trials by this version is migrated and ends as that study."""
     study = write_par(tmp_path)
-    new, old = f"sqlite:///{tmp_path / 'new.db'}", f"sqlite:///{tmp_path / 'old.db'}"
+    new = f"sqlite:///{tmp_path / 'new.db'}"
     run(capsys, study, new, 24)
     write_old_form(new, old)
     olds = optuna.load_study(study_name=NAME, storage=old).get_trials(deepcopy=False)
