@@ -77,13 +77,15 @@ class Constraint:
         return None if v is None else float(v) * self.scale
 
     def violation(self, m: Mapping[str, Any]) -> float | None:
-        """Relative violation (> 0 violated, <= 0 satisfied); None when a metric is missing."""
+        """Violation (> 0 violated, <= 0 satisfied): relative to the limit, or in the metric's own
+        units when the limit is 0 (``comm_violation <= 0``: a load 37 % over provision is 0.37, not
+        0.37 / 1e-12); None when a metric is missing."""
         lhs, rhs = m.get(self.metric), self.rhs_value(m)
         if lhs is None or rhs is None:
             return None
         lhs = float(lhs)
         d = lhs - rhs if self.op == "le" else rhs - lhs
-        return d / max(abs(rhs), 1e-12)
+        return d / abs(rhs) if rhs != 0 else d
 
 
 @dataclass(frozen=True)

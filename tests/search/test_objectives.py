@@ -77,3 +77,16 @@ def test_score_aggregates_over_workloads_and_reports_violations():
     assert s2.values == [math.inf, -math.inf, math.inf]
     assert s2.constraints[0] == 1.0 and not s2.feasible
     assert s2.reason.startswith("m2: chunk too big")
+
+
+def test_a_zero_limit_gives_the_violation_in_the_metrics_own_units():
+    # comm_violation <= 0: a load 37 % over provision is violated by 0.37 (not 0.37 / 1e-12), and
+    # 20 % under provision is satisfied by 0.2; a non-zero limit stays relative
+    obj = objectives_from_dict({"objectives": [{"metric": "lat"}],
+                                "constraints": [{"metric": "comm_violation", "le": 0},
+                                                {"metric": "lat", "le": 2.0}]})
+    over = {"feasible": True, "lat": 3.0, "comm_violation": 0.37}
+    under = {"feasible": True, "lat": 1.0, "comm_violation": -0.2}
+    s_over, s_under = score({"m": over}, obj), score({"m": under}, obj)
+    assert s_over.constraints[1] == pytest.approx(0.37) and s_over.constraints[2] == pytest.approx(0.5)
+    assert s_under.constraints[1] == pytest.approx(-0.2) and s_under.constraints[2] == pytest.approx(-0.5)
