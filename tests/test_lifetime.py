@@ -94,16 +94,22 @@ def test_sigkilled_driver_leaves_no_process_behind(tmp_path):
 
 def test_exit_with_parent_ends_an_orphaned_child(tmp_path):
     """The watch itself: a grandchild whose parent dies exits; one whose parent lives keeps running."""
+    ready = tmp_path / "watching"
     code = ("import os, sys, time, subprocess\n"
             "p = subprocess.Popen([sys.executable, '-c', 'from dse.lifetime import exit_with_parent; "
-            "import time; exit_with_parent(poll_s=0.1); time.sleep(60)'])\n"
+            "import sys, time, pathlib; exit_with_parent(poll_s=0.1); pathlib.Path(sys.argv[1]).touch(); "
+            "time.sleep(60)', sys.argv[2]])\n"
             "print(p.pid, flush=True)\n"
             "time.sleep(float(sys.argv[1]))\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    parent = subprocess.Popen([sys.executable, "-c", code, "60"], stdout=subprocess.PIPE, env=env, text=True)
+    parent = subprocess.Popen([sys.executable, "-c", code, "60", str(ready)], stdout=subprocess.PIPE, env=env,
+                              text=True)
     child = int(parent.stdout.readline())
     try:
-        time.sleep(1.0)
+        deadline = time.monotonic() + 60      # the watch is installed (a loaded machine starts slowly)
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists()
         assert _alive({child}) == {child}          # parent alive: the child keeps running
         parent.kill()
         parent.wait()
