@@ -45,6 +45,8 @@ class StudyMirror:
         ``queue_waiting``: also queue the parameters of persistent WAITING trials."""
         from optuna.trial import TrialState
         new = []
+        if states is None and self._unchanged():
+            return new
         for t in self.pstudy.get_trials(deepcopy=False):
             tid = optuna_compat.trial_id(t)
             if tid in self.seen:
@@ -59,6 +61,18 @@ class StudyMirror:
                 # dead trial's params themselves: either way the same design is evaluated again
                 self.mem.enqueue_trial(dict(t.system_attrs.get("fixed_params") or t.params))
         return new
+
+    def _unchanged(self) -> bool:
+        """Whether the persistent study holds no finished trial beyond ``seen`` and no WAITING
+        trial beyond ``queued`` (RDB storages: one COUNT query instead of reading back every
+        trial this process wrote since the last sync)."""
+        from optuna.trial import TrialState
+        rdb = optuna_compat.rdb(self.storage)
+        if rdb is None or not self.seen or self.waiting:
+            return False
+        counts = optuna_compat.count_by_state(rdb, self.sid)
+        finished = sum(n for state, n in counts.items() if state.is_finished())
+        return finished == len(self.seen) and counts.get(TrialState.WAITING, 0) == len(self.queued)
 
     def rebuild(self, trials: Sequence, sampler) -> None:
         """Start the in-memory study afresh from ``trials`` (finished, in order) with ``sampler``;
