@@ -75,7 +75,7 @@ def run_study(cfg: StudyConfig, *, jobs: int = 1, progress: bool = False,
     """
     make_sampler(cfg, cfg.seed)   # a sampler that cannot be built (missing extra) fails before any file
     with quiet_optuna(), driver_lock(study_sqlite_path(cfg), cfg.name):
-        return _Run(cfg, jobs, progress, evaluator or evaluate_design, notify).loop(
+        return _Run(cfg, jobs, progress, evaluator or evaluate_design, notify, backend).loop(
             max_batches, max_evaluations, on_batch, backend, scheduler)
 
 
@@ -83,7 +83,7 @@ class _Run:
     """One ``dse run``: the study, its mirror, cache and counts, and the run loop."""
 
     def __init__(self, cfg: StudyConfig, jobs: int, progress: bool, fn: Evaluator,
-                 notify: Callable[[str], None] | None = None):
+                 notify: Callable[[str], None] | None = None, backend: str = "loky"):
         import optuna
         self.t0 = time.perf_counter()
         self.notify = notify
@@ -91,6 +91,11 @@ class _Run:
         self.cfg, self.fn, self.jobs = cfg, fn, jobs
         self.env = cfg.base_env()
         make_sampler(cfg, cfg.seed)   # a sampler that cannot be built (missing extra) fails before any file
+        self.pool, self.tracing = None, []
+        if jobs != 1 and backend == "loky":   # the workers start and generate traces while the storage opens
+            from dse.search import warm
+            self.pool = make_pool(jobs)
+            self.tracing = warm.submit_traces(cfg, self.pool)
         self.pstudy, storage = open_study(cfg, create=True)
         optuna.storages.fail_stale_trials(self.pstudy)         # trials of dead `dse worker`s: re-queued
         n_existing = len(self.pstudy.get_trials(deepcopy=False))
@@ -113,10 +118,13 @@ class _Run:
              on_batch: Callable[[dict], None] | None = None, backend: str = "loky",
              scheduler: str | None = None) -> RunSummary:
         cfg, s = self.cfg, self.summary
-        pool = make_pool(self.jobs, backend, scheduler) if self.complete < s.target else EvaluationPool(1)
+        if self.complete >= s.target:
+            pool = EvaluationPool(1)
+        else:
+            pool = self.pool or make_pool(self.jobs, backend, scheduler)
         if (self.jobs != 1 or backend != "loky") and self.complete < s.target:
             from dse.search import warm
-            warm.warm_traces(cfg, pool)
+            warm.wait(self.tracing or warm.submit_traces(cfg, pool), pool)
             self.warming = warm.submit_placements(cfg, pool)     # queued ahead of the first batch
         batches = 0
         try:

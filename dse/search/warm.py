@@ -28,15 +28,27 @@ def warm_traces(cfg, pool=None) -> None:
     """Generate the study's synthetic traces once (on-disk cache) before the first batch: each
     window (measured, profiling) of each model as its own task on ``pool``'s workers, side by
     side, or one after the other in this process without a pool."""
-    tasks = [(m, w) for m in cfg.models for w in TRACE_WINDOWS]
     if pool is None:
-        for m, w in tasks:
+        for m, w in _trace_tasks(cfg):
             warm_trace({**cfg.base, "model": m}, (m,), w)
         return
-    handles = [pool.submit(functools.partial(warm_trace, window=w), {**cfg.base, "model": m}, (m,))
-               for m, w in tasks]
+    wait(submit_traces(cfg, pool), pool)
+
+
+def submit_traces(cfg, pool) -> list:
+    """Hand each trace window of each model to the pool's workers; returns the handles."""
+    return [pool.submit(functools.partial(warm_trace, window=w), {**cfg.base, "model": m}, (m,))
+            for m, w in _trace_tasks(cfg)]
+
+
+def wait(handles: list, pool) -> None:
+    """Wait for warm-up tasks handed to ``pool``."""
     for h in handles:
         pool.result(h)
+
+
+def _trace_tasks(cfg) -> list[tuple[str, str]]:
+    return [(m, w) for m in cfg.models for w in TRACE_WINDOWS]
 
 
 def warm_trace(design: Mapping[str, Any], models: Sequence[str], window: str) -> dict:

@@ -30,9 +30,9 @@ def test_run_without_a_terminal_prints_one_line_per_batch(tmp_path, capsys):
     from dse.cli import main
     study = str(Path(__file__).resolve().parents[2] / "studies" / "quickstart.toml")
     url = f"sqlite:///{tmp_path / 'q.db'}"
-    assert main(["run", study, "--storage", url, "--trials", "20"]) == 0     # batch 10: two batches
+    assert main(["run", study, "--storage", url, "--trials", "4"]) == 0      # batch 2: two batches
     cap = capsys.readouterr()
     lines = [ln for ln in cap.err.splitlines() if ln.startswith("quickstart: ")]
-    assert [ln.split(",")[0] for ln in lines] == ["quickstart: 10/20 trials", "quickstart: 20/20 trials"]
+    assert [ln.split(",")[0] for ln in lines] == ["quickstart: 2/4 trials", "quickstart: 4/4 trials"]
     assert all("trials/s" in ln and "ETA" in ln and "feasible" in ln and "front" in ln for ln in lines)
     assert f"next: dse front {study} --storage {url}" in cap.out or "next: dse front studies/quickstart.toml" in cap.out
