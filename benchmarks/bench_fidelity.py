@@ -1,11 +1,12 @@
 """Multi-fidelity search against the plain study: trace-driven evaluations and hypervolume.
 
-Run: python benchmarks/bench_fidelity.py [--trials 480] [--seeds 0,1] [--budget]
+Run: python benchmarks/bench_fidelity.py [--trials 480] [--seeds 0,1] [--budget]   (README: seeds 0-4, --budget)
 
 For each seed, ``studies/full.toml`` (plain) and ``studies/full-multifidelity.toml`` (the same
 study with ``[search] fidelity = "multi"``) run at the same trial budget, in this process (one
 core), each in a fresh SQLite file. Per seed the table gives, for each run: trials, trace-driven
-evaluations (distinct designs evaluated on the trace), screened trials, repeated designs, its
+evaluations (distinct designs evaluated on the trace), screened trials, repeated designs, the
+size of its feasible front, its
 hypervolume on the common reference of the seed (the union of both runs' feasible fronts: its
 ideal and nadir normalise every objective to [0, 1], reference point 1.1) as a share of the union
 front's, and the ratios multi / plain.
@@ -62,11 +63,15 @@ def oracle_evaluations(cfg) -> int:
     return need
 
 
-def hypervolume_shares(cfgs) -> list[float]:
-    """Each run's HV as a share of the union front's, normalised on the union front."""
-    from dse.search import pareto
+def fronts(cfgs) -> list[np.ndarray]:
+    """Each run's feasible front (minimisation array)."""
     from dse.search.results import load_results
-    Fs = [(lambda r: r.F(r.front()))(load_results(c)) for c in cfgs]
+    return [(lambda r: r.F(r.front()))(load_results(c)) for c in cfgs]
+
+
+def hypervolume_shares(Fs: list[np.ndarray]) -> list[float]:
+    """Each front's HV as a share of the union front's, normalised on the union front."""
+    from dse.search import pareto
     U = np.vstack([F for F in Fs if len(F)])
     U = U[pareto.nondominated(U)]
     lo, hi = U.min(axis=0), U.max(axis=0)
@@ -84,13 +89,14 @@ def one_seed(seed: int, trials: int, tmp: Path, budget: bool) -> list[tuple]:
     if budget:
         cap = math.ceil(plain[1].evaluations / 3)
         runs.append(("multi, 1/3 evals", *run(MULTI, seed, 3 * trials, tmp, max_evaluations=cap)))
-    shares = hypervolume_shares([c for _, c, _, _ in runs])
+    Fs = fronts([c for _, c, _, _ in runs])
+    shares = hypervolume_shares(Fs)
     base_eval, base_hv = plain[1].evaluations, shares[0]
-    for (tag, cfg, s, dt), hv in zip(runs, shares):
-        rows.append((seed, tag, s.complete, s.evaluations, s.screened, s.duplicates, hv,
+    for (tag, cfg, s, dt), hv, F in zip(runs, shares, Fs):
+        rows.append((seed, tag, s.complete, s.evaluations, s.screened, s.duplicates, len(F), hv,
                      s.evaluations / base_eval, hv / base_hv if base_hv else math.nan, dt))
-    rows.append((seed, "oracle (plain)", plain[1].complete, oracle_evaluations(plain[0]), 0, 0, math.nan,
-                 oracle_evaluations(plain[0]) / base_eval, math.nan, 0.0))
+    need = oracle_evaluations(plain[0])
+    rows.append((seed, "oracle (plain)", plain[1].complete, need, 0, 0, 0, math.nan, need / base_eval, math.nan, 0.0))
     return rows
 
 
@@ -102,14 +108,14 @@ def main() -> None:
     a = ap.parse_args()
     from dse.search.storage import quiet_optuna
     head = (f"{'seed':>4s} {'run':18s} {'trials':>6s} {'trace evals':>11s} {'screened':>8s} {'repeats':>7s} "
-            f"{'HV share':>8s} {'evals ratio':>11s} {'HV ratio':>8s} {'time s':>7s}")
+            f"{'front':>5s} {'HV share':>8s} {'evals ratio':>11s} {'HV ratio':>8s} {'time s':>7s}")
     print(f"bench_fidelity: {PLAIN.name} vs {MULTI.name}, {a.trials} trials, seeds {a.seeds}")
     print(head, flush=True)
     with tempfile.TemporaryDirectory() as d, quiet_optuna():
         for seed in (int(x) for x in a.seeds.split(",")):
             for r in one_seed(seed, a.trials, Path(d), a.budget):
-                print(f"{r[0]:4d} {r[1]:18s} {r[2]:6d} {r[3]:11d} {r[4]:8d} {r[5]:7d} {r[6]:8.3f} "
-                      f"{r[7]:11.3f} {r[8]:8.3f} {r[9]:7.1f}", flush=True)
+                print(f"{r[0]:4d} {r[1]:18s} {r[2]:6d} {r[3]:11d} {r[4]:8d} {r[5]:7d} {r[6]:5d} {r[7]:8.3f} "
+                      f"{r[8]:11.3f} {r[9]:8.3f} {r[10]:7.1f}", flush=True)
 
 
 if __name__ == "__main__":
