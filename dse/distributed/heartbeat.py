@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from dse.distributed.reconnect import is_connection_error
 from dse.search import optuna_compat as oc
 from dse.search.storage import HEARTBEAT_GRACE_INTERVALS
 
@@ -59,7 +60,8 @@ class Heartbeats:
                 self.storage.record_heartbeat(tid)
             except Exception as exc:  # a transient database error: the next beat retries
                 error = exc
-        if error is not None and not self._failing and self.log is not None:
+        if error is not None and not self._failing and self.log is not None and not is_connection_error(error):
+            # (a lost connection is the worker loop's one line: reconnect.Outage)
             self.log(f"heartbeat failed ({type(error).__name__}); retrying every {self.interval_s:g} s")
         self._failing = error is not None
 

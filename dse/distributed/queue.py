@@ -22,6 +22,7 @@ from dse.search.study import StudyConfig
 from dse.search.trials import DesignCache
 
 GRID_ATTR = "dse_grid_queued"
+LOST_COPY = "dse_lost_copy"   # system attribute of a grid point queued again by requeue_lost_points
 POP_CANDIDATES = 8      # queued trials read per pop (many workers: not all fighting for the oldest)
 
 
@@ -109,30 +110,67 @@ def queue_grid(study, cfg: StudyConfig, created: bool, *, wait_s: float, log: Ca
     return target
 
 
-def requeue_lost_points(study, cfg: StudyConfig, room: int, log: Callable[[str], None]) -> int:
+def requeue_lost_points(study, cfg: StudyConfig, room: int, log: Callable[[str], None],
+                        min_age_s: float) -> tuple[int, int]:
     """Queue again (at most ``room``) grid points that hold no slot although they failed only as
-    stale, at most ``MAX_RETRY`` times, never with an evaluation error; returns how many.
+    stale, at most ``MAX_RETRY`` times, never with an evaluation error, at least ``min_age_s``
+    ago. Returns (points queued again, points that failed so recently that the worker which failed
+    them may still be re-queueing them: wait).
 
     The storage fails a stale trial and re-queues it in two transactions: a connection lost
     between them (a server restart) leaves the point FAIL with no copy, and the grid would end one
     point short. A point that failed more often (it keeps killing its workers) or whose
-    evaluation failed stays failed."""
+    evaluation failed stays failed. Two workers may queue the same point: ``redundant_copy``."""
+    import datetime as dt
+
     from optuna.trial import TrialState
+    now = dt.datetime.now()
     trials = study.get_trials(deepcopy=False)
     done = {t.user_attrs.get("design_key") for t in trials if is_scored(t)}   # in any stored state
     pending = [dict(t.system_attrs.get("fixed_params", t.params)) for t in trials
                if t.state in (TrialState.WAITING, TrialState.RUNNING)]
     fails: dict[str, int] = {}
+    young: set[str] = set()
     for t in trials:
         params = t.system_attrs.get("fixed_params")
         if t.state == TrialState.FAIL and params and not is_scored(t):
             key = point_key(cfg, params)
             evaluated = "dse" in t.user_attrs     # its evaluation failed: not a stale trial
             fails[key] = fails.get(key, 0) + (MAX_RETRY + 1 if evaluated else 1)
+            if t.datetime_complete is None or (now - t.datetime_complete).total_seconds() < min_age_s:
+                young.add(key)
     lost = [p for p in grid_queue(cfg, done, pending) if 0 < fails.get(point_key(cfg, p), 0) <= MAX_RETRY]
-    lost = lost[:max(0, room)]
+    waiting = sum(point_key(cfg, p) in young for p in lost)
+    lost = [p for p in lost if point_key(cfg, p) not in young][:max(0, room)]
     for params in lost:
-        study.enqueue_trial(params, user_attrs={"requeued_lost": True})
+        study.add_trial(waiting_copy(params))
     if lost:
         log(f"{len(lost)} grid point(s) failed as stale without a re-queued copy: queued again")
-    return len(lost)
+    return len(lost), waiting
+
+
+def waiting_copy(params: dict[str, Any]):
+    """A WAITING trial of a grid point, marked as queued again by ``requeue_lost_points``."""
+    import optuna
+    return optuna.trial.create_trial(state=optuna.trial.TrialState.WAITING,
+                                     system_attrs={"fixed_params": dict(params), LOST_COPY: True})
+
+
+def redundant_copy(study, cfg: StudyConfig, trial) -> bool:
+    """Whether the popped ``trial``, a copy queued by ``requeue_lost_points``, must give way: its
+    point is held (queued, running or evaluated) by a trial that is no such copy, by an evaluated
+    one, or by one with a smaller number (two workers queued the same point)."""
+    from optuna.trial import TrialState
+    attrs = oc.trial_system_attrs(study, trial)
+    if not attrs.get(LOST_COPY):
+        return False
+    key = point_key(cfg, attrs["fixed_params"])
+    for t in study.get_trials(deepcopy=False):
+        scored = is_scored(t)
+        if t.number == trial.number or not (scored or t.state in (TrialState.WAITING, TrialState.RUNNING)):
+            continue
+        other = t.user_attrs.get("design_key") if scored else (
+            point_key(cfg, t.system_attrs["fixed_params"]) if t.system_attrs.get("fixed_params") else None)
+        if other == key and (not t.system_attrs.get(LOST_COPY) or scored or t.number < trial.number):
+            return True
+    return False

@@ -46,7 +46,7 @@ from optuna.trial import TrialState
 
 from dse.distributed import quota
 from dse.distributed.heartbeat import Heartbeats, fail_stale, grace_period_s, heartbeat_interval_s
-from dse.distributed.queue import ask_reserved, queue_grid, requeue, requeue_lost_points
+from dse.distributed.queue import ask_reserved, queue_grid, redundant_copy, requeue, requeue_lost_points
 from dse.distributed.reconnect import DEFAULT_BUDGET_S, Outage, is_connection_error, probe_storage
 from dse.distributed.signals import Shutdown
 from dse.errors import ConfigError, DSEError
@@ -59,6 +59,7 @@ from dse.search.study import StudyConfig
 from dse.search.trials import Batch, DesignCache, too_many_failures
 
 SURPLUS_ATTR = "dse_surplus"
+LOST_POINT_AGE_S = 10.0   # a grid point failed as stale this long ago without a copy was not re-queued
 WORKER_ATTR = "dse_worker"
 _MIRRORED = (TrialState.COMPLETE, TrialState.FAIL)    # finished states a worker learns from
 
@@ -231,11 +232,12 @@ class _Worker:
         """Trials to reserve next; 0: wait for others; None: stop (``stopped_by`` says why)."""
         s = self.summary
         if self.cfg.sampler == "grid":
-            waiting = c.waiting
+            waiting, recent = c.waiting, 0
             if waiting == 0 and c.running == 0:
-                if c.complete < s.target:   # a stale point whose re-queue was cut short
-                    waiting = requeue_lost_points(self.study, self.cfg, s.target - c.holding, self.log)
-                if waiting == 0:
+                if c.complete < s.target and self.grace is not None:   # a stale point whose re-queue was cut short
+                    waiting, recent = requeue_lost_points(self.study, self.cfg, s.target - c.holding, self.log,
+                                                          min_age_s=max(LOST_POINT_AGE_S, 2 * self.grace))
+                if waiting == 0 and recent == 0:
                     s.stopped_by = "exhausted"   # failed points beyond their retries
                     return None
             k = min(self.cfg.batch, waiting)
@@ -259,8 +261,9 @@ class _Worker:
             t = ask_reserved(study)
             beats.add(oc.trial_id(t))
             fresh = "fixed_params" not in oc.trial_system_attrs(study, t) and not t.params
-            if (self.cfg.sampler == "grid" and fresh) or ((fresh or check_queued)
-                                                          and not quota.holds_slot(study, t.number, s.target)):
+            grid = self.cfg.sampler == "grid"
+            if (grid and (fresh or redundant_copy(study, self.cfg, t))) or \
+                    ((fresh or check_queued) and not quota.holds_slot(study, t.number, s.target)):
                 # Lost the race for a queued grid point, or the target is already held by others.
                 t.set_user_attr(SURPLUS_ATTR, True)
                 study.tell(t, state=TrialState.PRUNED)

@@ -218,13 +218,17 @@ def test_server_restart_under_three_workers(server, tmp_path, down_s):
         assert "Traceback" not in err and server.password not in err
         lost = [ln for ln in err.splitlines() if LOST in ln]
         assert len(lost) <= 1, err       # one line per outage, whatever the number of retries
+        assert "heartbeat failed" not in err, err
         lines.append(len(lost))
     if down_s:
         assert lines == [1, 1, 1], "\n".join(err[-1500:] for _, err in results)
     assert at_restart < target, "the study ended before the server came back"
     check_study(server.url, name, target, "\n".join(err[-1500:] for _, err in results))
+    stale = sum(t.state.name == "FAIL" and not is_scored(t) for t in trials(server.url, name))
+    lost = sum("dse_lost_copy" in t.system_attrs for t in trials(server.url, name))
     print(f"restart (down {down_s:g} s): {target} evaluated, {target} distinct designs, {at_restart} evaluated "
-          f"when the server came back; lost-connection lines per worker {lines}")
+          f"when the server came back; lost-connection lines per worker {lines}; {stale} trials failed as "
+          f"stale and re-queued, {lost} of them by the lost-point repair")
 
 
 def test_server_down_beyond_the_retry_budget_then_resume(server, tmp_path):
