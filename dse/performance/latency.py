@@ -6,7 +6,7 @@
   convention to reproduce Tables V / VIII (it adds 1/U(B) of traffic: 2 % at B = 8).
 * Per-token pool latency = max(read time, compute time) per token; read time =
   bytes per step / B / pool read BW (the published regime), compute time = 2 x routed params per
-  token / pool peak FLOPS. Read bound exactly when B k / U(B) < F/2 (the roofline).
+  token / pool peak FLOPS. Read bound exactly when B k / (U(B) + router / P_e) < F/2 (the roofline).
 """
 from __future__ import annotations
 
@@ -50,6 +50,9 @@ def compute_us_per_token(flops: float, peak_gflops: float) -> float:
     return flops / (peak_gflops * FLOPS_PER_GFLOP) * US_PER_S
 
 
-def is_read_bound(batch: int, top_k: int, union: float, balance: float) -> bool:
-    """Roofline: tokens per expert read B k / U(B) below F/2 means the weight stream binds."""
-    return batch * top_k / union < balance / 2
+def is_read_bound(batch: int, top_k: int, union: float, balance: float, router_bytes: float = 0.0,
+                  expert_bytes: float = 1.0) -> bool:
+    """Roofline: tokens per expert read below F/2 means the weight stream binds. The router's
+    bytes are read every step too, so they count as router / P_e more expert reads:
+    B k / (U(B) + router / P_e) < F/2, exactly where the read time exceeds the compute time."""
+    return batch * top_k / (union + router_bytes / expert_bytes) < balance / 2

@@ -174,7 +174,7 @@ def performance(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> No
     put("ffn_read_us_per_token", t_read)
     put("ffn_compute_us_per_token", t_comp)
     put("ffn_latency_us_per_token", t_ffn)
-    put("read_bound", latency.is_read_bound(B, k, u, x["bal"]))
+    put("read_bound", latency.is_read_bound(B, k, u, x["bal"], rb, eb))
     put("weight_energy_uj_per_token", energy.energy_uj(tok_bytes, C.reram_pj_per_byte))
     gpu_t = {}
     for key, g in gpus().items():

@@ -33,7 +33,8 @@ def run(ctx: Context) -> dict[str, Any]:
         "ffn_read_us_per_token": t_read,
         "ffn_compute_us_per_token": t_comp,
         "ffn_latency_us_per_token": t_ffn,
-        "read_bound": latency.is_read_bound(B, model.top_k, u, h.balance_flop_per_byte),
+        "read_bound": latency.is_read_bound(B, model.top_k, u, h.balance_flop_per_byte, model.router_bytes,
+                                           model.expert_bytes),
         "weight_energy_uj_per_token": energy.energy_uj(tok_bytes, C.reram_pj_per_byte),
     }
     m.update(gpu_baselines(model, tok_bytes, pool_gflops, pool_bw, t_ffn))
