@@ -1,12 +1,12 @@
 """`dse study copy` / `dse study list` (SQLite <-> PostgreSQL), and optuna-dashboard on the copy."""
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
 
 from dse.cli import main
+from tests.dashboard_api import dashboard_get
 from tests.fixtures import write_distributed_study as write_study
 
 
@@ -81,20 +81,9 @@ def test_copy_sqlite_to_postgres_and_back(capsys, sqlite_study, postgres_url):
 
 @pytest.mark.postgres
 def test_optuna_dashboard_opens_the_postgres_copy(capsys, sqlite_study, postgres_url):
-    optuna_dashboard = pytest.importorskip("optuna_dashboard")
-    from wsgiref.util import setup_testing_defaults
     _, src, _ = sqlite_study
     assert main(["study", "copy", src, postgres_url]) == 0
-    app = optuna_dashboard.wsgi(postgres_url)
-
-    def get(path: str) -> dict:
-        env: dict = {}
-        setup_testing_defaults(env)
-        env["PATH_INFO"], env["REQUEST_METHOD"], env["wsgi.input"] = path, "GET", io.BytesIO()
-        status = []
-        body = b"".join(app(env, lambda s, h, *a: status.append(s)))
-        assert status[0].startswith("200"), (path, status, body[:300])
-        return json.loads(body)
+    get = dashboard_get(postgres_url)
 
     studies = get("/api/studies")["study_summaries"]
     mine = [s for s in studies if s["study_name"] == "copyme"]

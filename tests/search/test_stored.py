@@ -2,7 +2,6 @@
 studies written in the earlier form read (and resume) the same."""
 from __future__ import annotations
 
-import io
 import json
 import math
 
@@ -13,6 +12,7 @@ from optuna.trial import TrialState
 from dse.cli import main
 from dse.search.stored import (FORM_ATTR, OUTCOME_ATTR, VALUES_ATTR, outcome, sampler_form, stored_form,
                                stored_state)
+from tests.dashboard_api import dashboard_get
 from tests.fixtures import write_study
 
 # A small real study with every kind of trial: infeasible designs (die area over its budget),
@@ -57,18 +57,7 @@ def run(capsys, study: str, url: str, trials: int) -> None:
 
 def dashboard_best(url: str) -> tuple[list[int], dict]:
     """Trial numbers of the best trials optuna-dashboard's own API serves (``/api/studies/<id>``)."""
-    optuna_dashboard = pytest.importorskip("optuna_dashboard")
-    from wsgiref.util import setup_testing_defaults
-    app = optuna_dashboard.wsgi(url)
-
-    def get(path: str) -> dict:
-        env: dict = {}
-        setup_testing_defaults(env)
-        env["PATH_INFO"], env["REQUEST_METHOD"], env["wsgi.input"] = path, "GET", io.BytesIO()
-        status = []
-        body = b"".join(app(env, lambda s, h, *a: status.append(s)))
-        assert status[0].startswith("200"), (path, status, body[:300])
-        return json.loads(body)
+    get = dashboard_get(url)
 
     sid = next(s["study_id"] for s in get("/api/studies")["study_summaries"] if s["study_name"] == NAME)
     detail = get(f"/api/studies/{sid}")
