@@ -47,6 +47,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from dse.errors import TraceError
+from dse.tomlfile import read_text
 from dse.workload.trace import Trace, TraceMeta, check_ids, check_model, id_dtype
 
 TOKEN_KEYS = ("token", "token_pos", "position", "pos")
@@ -87,16 +88,7 @@ class _Tokens:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, expected a router dump") from None
-    except UnicodeDecodeError:
-        raise TraceError(f"{path}: not a UTF-8 text file (expected JSON or JSON lines)") from None
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    text = read_text(path, error=TraceError, expected="a router dump", encoding_of="JSON or JSON lines")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
