@@ -3,7 +3,7 @@
 optuna on an RDB storage costs several transactions per ask / suggest / attribute / tell (about
 60-90 ms per trial on SQLite, 15+ statements); here the sampler works on an in-memory study and
 each finished trial is written to the persistent storage in one transaction
-(``optuna_compat.add_finished_trial``). ``dse run`` writes a new trial that way (nothing of it is ever RUNNING
+(``optuna_compat.add_finished_trial``), or a whole batch of them (``write_batch``). ``dse run`` writes a new trial that way (nothing of it is ever RUNNING
 in the storage, so a killed run leaves only finished trials behind); ``dse worker`` first reserves
 a RUNNING trial in the storage (it holds a slot and has a heartbeat) and fills it the same way.
 
@@ -145,6 +145,35 @@ class StudyMirror:
         self.seen.add(pid)
         return self.storage.get_trial_number_from_id(pid)
 
+    def next_number(self) -> int | None:
+        """The persistent number the next new trial takes if nothing else writes to the study
+        meanwhile (``write_batch`` corrects it if something did), or None where trials are
+        written one by one (``write``): a storage other than RDB, or WAITING trials queued."""
+        rdb = optuna_compat.rdb(self.storage)
+        if rdb is None or self.queued or self.waiting:
+            return None
+        return sum(optuna_compat.count_by_state(rdb, self.sid).values())
+
+    def write_batch(self, fts: Sequence, first: int) -> int:
+        """Write the told trials ``fts`` (finished, in order, numbered from ``first`` as
+        ``next_number`` said) to the persistent storage as new trials in one transaction.
+        Returns by how much their numbers moved (another process wrote trials meanwhile): a
+        repeat among them of one of them (``duplicate_of >= first``) is renumbered likewise."""
+        rdb = optuna_compat.rdb(self.storage)
+        shift = 0
+
+        def prepare(real: int) -> list:
+            nonlocal shift
+            shift = real - first
+            if shift:
+                for ft in fts:
+                    renumber_repeat(ft, first, shift)
+            return [stored_form(ft) for ft in fts]
+
+        _, ids = optuna_compat.add_finished_trials(rdb, self.sid, prepare)
+        self.seen.update(ids)
+        return shift
+
     def _fill(self, pid: int, ft) -> int:
         """Write a finished trial into a persistent WAITING trial (claimed first); returns the id
         written (a new trial if someone else claimed it)."""
@@ -153,3 +182,16 @@ class StudyMirror:
             return self.storage.create_new_trial(self.sid, template_trial=stored_form(ft))
         finish_trial(self.storage, pid, ft)
         return pid
+
+
+def renumber_repeat(ft, first: int, shift: int) -> None:
+    """Move by ``shift`` the repeated trial's number in ``ft``'s record if it is ``>= first``
+    (a trial of the same unwritten batch), in place (its ``dse`` record and ``dse_outcome``)."""
+    from dse.search.stored import OUTCOME_ATTR
+    rec = ft.user_attrs.get("dse") or {}
+    dup = rec.get("duplicate_of")
+    if dup is None or dup < first:
+        return
+    rec["duplicate_of"] = dup + shift
+    if str(ft.user_attrs.get(OUTCOME_ATTR, "")).startswith("repeat of trial "):
+        ft.user_attrs[OUTCOME_ATTR] = f"repeat of trial {dup + shift}"

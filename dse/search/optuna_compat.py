@@ -182,7 +182,7 @@ def add_finished_trial(rdb_storage: Any, sid: int, ft: Any, retries: int = 5) ->
                 session.add(trial)
                 session.flush()
                 trial.number = trial.count_past_trials(session)
-                _insert_rows(session, M, trial.trial_id, ft)
+                _insert_rows(session, M, [(trial.trial_id, ft)])
                 return trial.trial_id, trial.number
         except StorageInternalError:
             if attempt == retries:
@@ -191,23 +191,63 @@ def add_finished_trial(rdb_storage: Any, sid: int, ft: Any, retries: int = 5) ->
     raise AssertionError("not reached")
 
 
-def _insert_rows(session: Any, M: Any, tid: int, ft: Any) -> None:
-    """The parameter, attribute and value rows of ``ft`` for the new trial ``tid`` (bulk inserts)."""
+def add_finished_trials(rdb_storage: Any, sid: int, prepare: Callable[[int], Sequence[Any]],
+                        retries: int = 5) -> tuple[int, list[int]]:
+    """Add finished trials to study ``sid`` as new trials, all in one transaction (a statement
+    per table, not per trial): ``prepare(first)`` gets the number the first one takes (the
+    trials before it counted with the study row locked, as optuna numbers a trial; they follow
+    in order) and returns the trials to write (as ``write_finished_trial`` writes them). Returns
+    ``(first, ids)``; retried like ``add_finished_trial``."""
+    import random
+    import time
+    import sqlalchemy as sa
+    from optuna.exceptions import StorageInternalError
+    from optuna.storages._rdb.storage import _create_scoped_session
+    M = _models()
+    T = M.TrialModel
+    for attempt in range(1, retries + 1):
+        try:
+            with _create_scoped_session(rdb_storage.scoped_session) as session:
+                M.StudyModel.find_or_raise_by_id(sid, session, for_update=True)
+                first = int(session.execute(sa.select(sa.func.count()).select_from(T)
+                                            .where(T.study_id == sid)).scalar_one())
+                fts = list(prepare(first))
+                now = datetime.now()
+                trials = [T(study_id=sid, number=first + i, state=ft.state, datetime_start=now,
+                            datetime_complete=now) for i, ft in enumerate(fts)]
+                session.add_all(trials)
+                session.flush()
+                ids = [t.trial_id for t in trials]
+                _insert_rows(session, M, list(zip(ids, fts)))
+                return first, ids
+        except StorageInternalError:
+            if attempt == retries:
+                raise
+            time.sleep(random.random() * 2.0)
+    raise AssertionError("not reached")
+
+
+def _insert_rows(session: Any, M: Any, items: Sequence[tuple[int, Any]]) -> None:
+    """The parameter, attribute and value rows of each ``(tid, ft)``, ``ft`` written into the new
+    trial ``tid`` (one bulk insert per table)."""
     import sqlalchemy as sa
     from optuna import distributions
-    system = {k: v for k, v in ft.system_attrs.items() if k != "fixed_params"}
-    rows = [(M.TrialParamModel, [{"trial_id": tid, "param_name": name,
-                                  "param_value": ft.distributions[name].to_internal_repr(value),
-                                  "distribution_json": distributions.distribution_to_json(ft.distributions[name])}
-                                 for name, value in ft.params.items()]),
-            (M.TrialUserAttributeModel, [{"trial_id": tid, "key": k, "value_json": json.dumps(v)}
-                                         for k, v in ft.user_attrs.items()]),
-            (M.TrialSystemAttributeModel, [{"trial_id": tid, "key": k, "value_json": json.dumps(v)}
-                                           for k, v in system.items()]),
-            (M.TrialValueModel, [dict(zip(("trial_id", "objective", "value", "value_type"),
-                                          (tid, obj, *M.TrialValueModel.value_to_stored_repr(v))))
-                                 for obj, v in enumerate(ft.values or [])])]
-    for model, values in rows:
+    rows: dict[Any, list[dict]] = {M.TrialParamModel: [], M.TrialUserAttributeModel: [],
+                                   M.TrialSystemAttributeModel: [], M.TrialValueModel: []}
+    for tid, ft in items:
+        system = {k: v for k, v in ft.system_attrs.items() if k != "fixed_params"}
+        rows[M.TrialParamModel] += [{"trial_id": tid, "param_name": name,
+                                     "param_value": ft.distributions[name].to_internal_repr(value),
+                                     "distribution_json": distributions.distribution_to_json(ft.distributions[name])}
+                                    for name, value in ft.params.items()]
+        rows[M.TrialUserAttributeModel] += [{"trial_id": tid, "key": k, "value_json": json.dumps(v)}
+                                            for k, v in ft.user_attrs.items()]
+        rows[M.TrialSystemAttributeModel] += [{"trial_id": tid, "key": k, "value_json": json.dumps(v)}
+                                              for k, v in system.items()]
+        rows[M.TrialValueModel] += [dict(zip(("trial_id", "objective", "value", "value_type"),
+                                             (tid, obj, *M.TrialValueModel.value_to_stored_repr(v))))
+                                    for obj, v in enumerate(ft.values or [])]
+    for model, values in rows.items():
         if values:
             session.execute(sa.insert(model.__table__), values)
 

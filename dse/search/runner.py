@@ -3,10 +3,12 @@
 The driver (this process) alone talks to the storage: it asks a batch of trials on an in-memory
 mirror of the study (``mirror.StudyMirror``), and the batch goes through the trial lifecycle
 shared with ``dse worker`` (``trials.Batch``: designs, cache, evaluation in the
-``EvaluationPool``, recording); results are told back in trial order and each finished trial is
-written to the storage in one transaction. Hence a seeded study gives the same trials whatever
-``jobs`` is (the batch size is a study setting, never derived from ``jobs``), and a run stopped
-by Ctrl-C or killed outright loses only its in-flight evaluations.
+``EvaluationPool``, recording); results are told back in trial order, and the batch's trials are
+written to the storage together, in one transaction, once the batch is told (on a storage
+other than RDB, or when the batch fills re-queued WAITING trials, each as it is told). Hence a
+seeded study gives the same trials whatever ``jobs`` is (the batch size is a study setting,
+never derived from ``jobs``); a run stopped by Ctrl-C writes the trials it told and loses only
+its in-flight evaluations, and one killed outright loses at most the batch in flight.
 
 Deterministic resume: ``trials`` is a target count of finished trials; re-running the same
 study continues until the target. Batch *i* holds the finished trials at positions
@@ -190,26 +192,44 @@ class _Run:
                       skip=skip, screen=screen_for(cfg, self.finished[:start], self.cache))
         self._check_replay(batch.replayed, self.finished[start:])
         s.evaluations += batch.evaluations
-        for told in batch:
-            ft = self.mirror.tell(told.trial, told.values)
+        first = self.mirror.next_number()     # None: each trial written as told
+        unwritten: list = []
+        try:
+            for told in batch:
+                self._tell(told, first, unwritten)
+        finally:                              # Ctrl-C, an error: what was told is kept
+            if unwritten:
+                shift = self.mirror.write_batch(unwritten, first)
+                if shift:
+                    self.cache.renumber(first, shift)
+
+    def _tell(self, told, first: int | None, unwritten: list) -> None:
+        """Tell one trial of the batch and write it (``first`` None), else number it from
+        ``first`` and keep it in ``unwritten`` (the batch is written in one transaction)."""
+        cfg, s = self.cfg, self.summary
+        ft = self.mirror.tell(told.trial, told.values)
+        if first is None:
             number = self.mirror.write(told.trial, ft)
-            self.finished.append(ft)          # as written (the next batch's sampler starts from these)
-            if told.screened:
-                s.screened += 1
-            elif told.duplicate_of is None:
-                self.cache.add(told.key, number, told.outcome)
-            else:
-                s.duplicates += 1
-            s.new_trials += 1
-            if told.outcome.ok:
-                self.complete += 1
-                self.feasible += not told.screened and score(told.outcome.metrics, cfg.objectives).feasible
-            else:
-                s.errors += 1
-                s.first_error = s.first_error or told.outcome.error
-            if self.bar is not None:
-                self.bar.update(1 if told.outcome.ok else 0)
-                self.bar.set_postfix(feasible=self.feasible, refresh=False)
+        else:
+            number = first + len(unwritten)
+            unwritten.append(ft)
+        self.finished.append(ft)          # as written (the next batch's sampler starts from these)
+        if told.screened:
+            s.screened += 1
+        elif told.duplicate_of is None:
+            self.cache.add(told.key, number, told.outcome)
+        else:
+            s.duplicates += 1
+        s.new_trials += 1
+        if told.outcome.ok:
+            self.complete += 1
+            self.feasible += not told.screened and score(told.outcome.metrics, cfg.objectives).feasible
+        else:
+            s.errors += 1
+            s.first_error = s.first_error or told.outcome.error
+        if self.bar is not None:
+            self.bar.update(1 if told.outcome.ok else 0)
+            self.bar.set_postfix(feasible=self.feasible, refresh=False)
 
 
     def _check_replay(self, asked: list, written: list) -> None:

@@ -100,6 +100,12 @@ class DesignCache:
         if outcome.ok and key not in self._by_key:
             self._by_key[key] = CachedDesign(number, outcome.metrics)
 
+    def renumber(self, first: int, shift: int) -> None:
+        """Move by ``shift`` the trial numbers ``>= first`` (a batch written later than numbered)."""
+        for key, hit in list(self._by_key.items()):
+            if hit.trial >= first:
+                self._by_key[key] = CachedDesign(hit.trial + shift, hit.metrics)
+
     def add_trial(self, t) -> bool:
         """Add a finished trial (frozen, stored or as told) of the study; True if it was scored
         (COMPLETE as told to the sampler: it counts toward the target)."""

@@ -34,3 +34,39 @@ def test_sync_sees_other_writers_and_skips_reading_when_unchanged(tmp_path, monk
         assert m.sync() == [] and reads == [1, 1] and len(m.queued) == 1
         assert m.sync() == [] and reads == [1, 1]
     assert optuna_compat.rdb(storage) is storage
+
+
+def test_a_batch_written_after_another_writer_is_renumbered(tmp_path):
+    """``write_batch`` numbers a batch from ``next_number``; trials another process wrote
+    meanwhile move the batch, and a repeat of a trial of the same batch follows it."""
+    from optuna.storages import RDBStorage
+    from dse.search.stored import OUTCOME_ATTR
+    dist = {"x": FloatDistribution(0, 1)}
+    with quiet_optuna():
+        storage = RDBStorage(f"sqlite:///{tmp_path / 'b.db'}")
+        study = optuna.create_study(study_name="b", storage=storage, directions=["minimize"])
+        other = optuna.load_study(study_name="b", storage=storage)
+        other.tell(other.ask(dist), 1.0)
+        m = StudyMirror(study, storage, ["minimize"], optuna.samplers.RandomSampler(seed=0))
+        m.sync()
+        first = m.next_number()
+        assert first == 1
+        fts = []
+        for k in range(3):
+            mt = m.ask(dist)
+            rec = {"design": {}, "feasible": True, "reason": ""}
+            dup = {1: 0, 2: first}.get(k)        # a repeat of an earlier trial, then of the batch's first
+            if dup is not None:
+                rec["duplicate_of"] = dup
+                mt.set_user_attr(OUTCOME_ATTR, f"repeat of trial {dup}")
+            mt.set_user_attr("dse", rec)
+            fts.append(m.tell(mt, [float(k)]))
+        other.tell(other.ask(dist), 2.0)                       # another process writes one meanwhile
+        assert m.write_batch(fts, first) == 1                   # the batch moved by one
+        got = sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
+        assert [t.number for t in got] == [0, 1, 2, 3, 4] and got[1].user_attrs == {}
+        assert [t.user_attrs["dse"].get("duplicate_of") for t in got[2:]] == [None, 0, 2]
+        assert [t.user_attrs.get(OUTCOME_ATTR) for t in got[2:]] == [None, "repeat of trial 0", "repeat of trial 2"]
+        assert fts[2].user_attrs["dse"]["duplicate_of"] == 2   # the trial as told follows
+        assert [x.number for x in m.sync()] == [1]             # the other's trial, not its own writes
+        assert m.next_number() == 5

@@ -164,3 +164,25 @@ def test_rewrite_finished_trials(rdb_study):
     assert got.state == TrialState.PRUNED and got.values is None and got.params == {"x": old.params["x"]}
     assert got.user_attrs == {"keep": 1, "added": [1.0, "inf"]}
     assert got.system_attrs == {"constraints": [0.5]} and got.constraints == {"0": 0.5}
+
+
+def test_add_finished_trials_writes_a_batch_numbered_after_the_study(rdb_study):
+    study, storage = rdb_study
+    mem = optuna.create_study(directions=["minimize", "maximize"])
+    sid = oc.study_id(study)
+    study.enqueue_trial({"x": 0.25})                    # a WAITING trial takes number 0 first
+    fts = []
+    for k in range(3):
+        mt = mem.ask({"x": FloatDistribution(0, 1), "n": optuna.distributions.IntDistribution(1, 9)})
+        mt.set_user_attr("dse", {"design": dict(mt.params), "k": k})
+        mt.set_constraint("c0", float(k) - 1.0)
+        fts.append(mem.tell(mt, [float(k), -2.5]) if k != 1 else mem.tell(mt, state=TrialState.FAIL))
+    seen = []
+    first, ids = oc.add_finished_trials(storage, sid, lambda n: seen.append(n) or fts)
+    assert first == 1 and seen == [1] and len(ids) == 3
+    for k, (tid, ft) in enumerate(zip(ids, fts)):
+        got = storage.get_trial(tid)
+        assert got.number == k + 1 and got.state == ft.state and got.values == ft.values
+        assert got.params == ft.params and got.distributions == ft.distributions
+        assert got.user_attrs == ft.user_attrs and dict(got.constraints) == dict(ft.constraints)
+    assert [t.number for t in study.get_trials(deepcopy=False)] == [0, 1, 2, 3]

@@ -4,8 +4,9 @@ the trials, front, knee and exported knee of an uninterrupted run.
 The study is ``studies/full.toml``'s space and constraints (NSGA-II over every knob, three
 objectives) on the closed-form workload, so it is fast (its dollar and MFU objectives need a
 trace; latency, power and area stand in). The driver runs in a subprocess that
-sends itself a signal right after writing its n-th trial: SIGKILL / SIGTERM (the process dies at
-once) or SIGINT (Ctrl-C), at five points drawn at random (seeded), mid-batch and between batches,
+sends itself a signal once the study holds n trials, right before telling the next one: SIGKILL /
+SIGTERM (the process dies at once, losing the told trials of its batch, which is written at once)
+or SIGINT (Ctrl-C: they are written), at five points drawn at random (seeded), mid-batch and between batches,
 with ``--jobs 1`` and ``--jobs 2``, and with the Dask backend (a local cluster of 2 workers)."""
 from __future__ import annotations
 
@@ -24,21 +25,24 @@ from dse.search import load_results, load_study, run_study
 ROOT = Path(__file__).resolve().parents[2]
 TRIALS, BATCH = 32, 8
 
-# Runs the study in this process and signals itself once the study holds `kill_at` finished trials.
+# Runs the study in this process and signals itself when it is about to tell a trial once the study
+# holds `kill_at` finished trials (written, or told and not yet written: a batch is written at once).
 DRIVER = """
 import os, signal, sys
-from dse.search import load_study, run_study
+from dse.search import load_results, load_study, run_study
 from dse.search.mirror import StudyMirror
 study, storage, kill_at, signame, jobs, backend = sys.argv[1:7]
-write = StudyMirror.write
-def write_then_signal(self, trial, ft):
-    number = write(self, trial, ft)
-    if len(self.seen) >= int(kill_at):
+cfg = load_study(study, storage=storage)
+held = [len(load_results(cfg).records) if os.path.exists(storage.removeprefix("sqlite:///")) else 0]
+tell = StudyMirror.tell
+def signal_then_tell(self, trial, values):
+    if held[0] >= int(kill_at):
         os.kill(os.getpid(), getattr(signal, signame))
-    return number
-StudyMirror.write = write_then_signal
+    held[0] += 1
+    return tell(self, trial, values)
+StudyMirror.tell = signal_then_tell
 try:
-    run_study(load_study(study, storage=storage), jobs=int(jobs), backend=backend)
+    run_study(cfg, jobs=int(jobs), backend=backend)
 except KeyboardInterrupt:
     sys.exit(130)
 sys.exit(3)   # not interrupted: the kill point was not reached
@@ -103,6 +107,13 @@ def kill_points(rng: random.Random) -> list[int]:
             return pts
 
 
+def written(kill_at: int, signame: str, before: int) -> int:
+    """Trials in the storage after a signal once ``kill_at`` trials were told (``before`` of them
+    written by earlier runs): Ctrl-C writes the told trials of the batch in flight; a process
+    killed outright loses them (never an earlier batch), and resuming asks them again."""
+    return kill_at if signame == "SIGINT" else max(before, kill_at - kill_at % BATCH)
+
+
 def interrupted_run(study: Path, storage: str, kill_at: int, signame: str, jobs: int, log: Path,
                     backend: str = "loky") -> int:
     """Run the driver until it signals itself; its exit status. (Output goes to a file: evaluation
@@ -133,12 +144,13 @@ def test_a_study_killed_five_times_ends_as_an_uninterrupted_run(tmp_path):
     storage = f"sqlite:///{tmp_path / 'killed.db'}"
     plan = zip(kill_points(random.Random(20261201)), ["SIGKILL", "SIGTERM", "SIGKILL", "SIGINT", "SIGKILL"],
                [1, 2, 1, 2, 2])
+    done = 0
     for kill_at, signame, jobs in plan:
         rc = interrupted_run(study, storage, kill_at, signame, jobs, tmp_path / f"run-{kill_at}.log")
         expected = 130 if signame == "SIGINT" else -getattr(signal, signame)
         assert rc == expected, f"kill at {kill_at} ({signame}, --jobs {jobs}): exit {rc}"
-        done = len(load_results(load_study(study, storage=storage)).records)
-        assert done == kill_at, f"killed after trial {kill_at} but the study holds {done}"
+        want_done, done = written(kill_at, signame, done), len(load_results(load_study(study, storage=storage)).records)
+        assert done == want_done, f"killed after trial {kill_at} ({signame}) but the study holds {done}"
     cfg = load_study(study, storage=storage)
     s = run_study(cfg, jobs=2)
     assert s.notes == []
@@ -157,10 +169,12 @@ def test_a_study_killed_under_dask_ends_as_an_uninterrupted_run(tmp_path):
     run_study(ref_cfg)
     want = outcome(ref_cfg)
     storage = f"sqlite:///{tmp_path / 'dask.db'}"
+    done = 0
     for kill_at, signame in [(BATCH + 3, "SIGKILL"), (3 * BATCH, "SIGINT")]:
         rc = interrupted_run(study, storage, kill_at, signame, 2, tmp_path / f"dask-{kill_at}.log", backend="dask")
         assert rc == (130 if signame == "SIGINT" else -signal.SIGKILL), (tmp_path / f"dask-{kill_at}.log").read_text()
-        assert len(load_results(load_study(study, storage=storage)).records) == kill_at
+        want_done, done = written(kill_at, signame, done), len(load_results(load_study(study, storage=storage)).records)
+        assert done == want_done
     cfg = load_study(study, storage=storage)
     s = run_study(cfg, jobs=2, backend="dask")
     assert s.notes == []
