@@ -122,7 +122,8 @@ def test_three_workers_one_killed_exact_trials_and_same_front(tmp_path, postgres
 
 
 def test_sqlite_run_sigkill_then_resume_keeps_every_completed_trial(tmp_path):
-    study = write_study(tmp_path, sampler="random", trials=120, batch=4, name="crash")
+    # enough trials that the run is still going when it is killed (a batch is written at once: fast)
+    study = write_study(tmp_path, sampler="random", trials=1000, batch=4, name="crash")
     url = f"sqlite:///{tmp_path / 'crash.db'}"
     p = dse("run", str(study), "--storage", url, "--no-progress")
     wait_for(lambda: sum(is_scored(t) for t in trials_of(study, url)) >= 30, 180,
@@ -132,7 +133,7 @@ def test_sqlite_run_sigkill_then_resume_keeps_every_completed_trial(tmp_path):
     assert rc == -signal.SIGKILL
     before = {t.number: (t.state, t.values, t.params, t.user_attrs.get("design_key"))
               for t in trials_of(study, url) if is_scored(t)}
-    assert 30 <= len(before) < 120
+    assert 30 <= len(before) < 1000
 
     rc, out, err = finish(dse("run", str(study), "--storage", url, "--no-progress"))
     assert rc == 0, err
@@ -141,7 +142,7 @@ def test_sqlite_run_sigkill_then_resume_keeps_every_completed_trial(tmp_path):
         t = after[n]
         assert t.state == state and t.values == values and t.params == params
         assert t.user_attrs.get("design_key") == key
-    assert sum(is_scored(t) for t in after.values()) == 120
+    assert sum(is_scored(t) for t in after.values()) == 1000
 
 
 def test_sigterm_records_the_in_flight_batch(tmp_path):
