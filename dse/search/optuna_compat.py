@@ -165,30 +165,9 @@ def add_finished_trial(rdb_storage: Any, sid: int, ft: Any, retries: int = 5) ->
     """Add the finished trial ``ft`` (as ``write_finished_trial`` writes it) to study ``sid`` as a
     new trial in one transaction, its rows inserted in bulk (optuna's ``create_new_trial``, then
     ``write_finished_trial`` and a read of the number take three transactions and an ORM flush
-    per row); returns its (id, number). Numbered as optuna numbers a trial (the study row locked,
-    the trials before it counted); retried like optuna's ``create_new_trial`` (server deadlocks)."""
-    import random
-    import time
-    from optuna.exceptions import StorageInternalError
-    from optuna.storages._rdb.storage import _create_scoped_session
-    M = _models()
-    for attempt in range(1, retries + 1):
-        try:
-            with _create_scoped_session(rdb_storage.scoped_session) as session:
-                M.StudyModel.find_or_raise_by_id(sid, session, for_update=True)
-                now = datetime.now()
-                trial = M.TrialModel(study_id=sid, number=None, state=ft.state, datetime_start=now,
-                                     datetime_complete=now)
-                session.add(trial)
-                session.flush()
-                trial.number = trial.count_past_trials(session)
-                _insert_rows(session, M, [(trial.trial_id, ft)])
-                return trial.trial_id, trial.number
-        except StorageInternalError:
-            if attempt == retries:
-                raise
-            time.sleep(random.random() * 2.0)
-    raise AssertionError("not reached")
+    per row); returns its (id, number). A batch of one of ``add_finished_trials``."""
+    number, ids = add_finished_trials(rdb_storage, sid, lambda first: [ft], retries)
+    return ids[0], number
 
 
 def add_finished_trials(rdb_storage: Any, sid: int, prepare: Callable[[int], Sequence[Any]],
