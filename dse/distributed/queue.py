@@ -156,6 +156,14 @@ def waiting_copy(params: dict[str, Any]):
                                      system_attrs={"fixed_params": dict(params), LOST_COPY: True})
 
 
+def leftover_copies(study) -> list[int]:
+    """Ids of the queued copies of ``requeue_lost_points`` still WAITING: once the grid's target
+    is evaluated they are beyond it (another copy of their point was evaluated)."""
+    from optuna.trial import TrialState
+    return [oc.trial_id(t) for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+            if t.system_attrs.get(LOST_COPY)]
+
+
 def redundant_copy(study, cfg: StudyConfig, trial) -> bool:
     """Whether the popped ``trial``, a copy queued by ``requeue_lost_points``, must give way: its
     point is held (queued, running or evaluated) by a trial that is no such copy, by an evaluated

@@ -73,3 +73,5 @@ def test_two_workers_queueing_the_same_lost_point_evaluate_it_once(tmp_path):
     assert len(scored) == 12 and len({t.user_attrs["design_key"] for t in scored}) == 12
     copies = [t for t in _trials(cfg) if t.system_attrs.get("dse_lost_copy")]
     assert sorted(is_scored(t) for t in copies) == [False, True] and s.surplus == 1
+    # the copy that gave way is recorded PRUNED whichever was popped first, never left queued
+    assert [t.state.name for t in copies if not is_scored(t)] == ["PRUNED"]
