@@ -67,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
         print(dumps({**s.__dict__, "trials_per_s": s.rate}))
     else:
         print(f"worker {s.worker}: {s.evaluated} trials evaluated ({s.duplicates} from the cache, "
-              f"{s.surplus} beyond the target, {s.requeued} re-queued from dead workers) in {s.elapsed_s:.1f} s; "
+              f"{s.surplus} beyond the target, {s.requeued} re-queued from dead workers"
+              f"{f', {s.repeats_demoted} also evaluated by another worker, stored as repeats' if s.repeats_demoted else ''}"
+              f") in {s.elapsed_s:.1f} s; "
               f"study {s.study}: {s.complete}/{s.target} complete")
         print(f"storage: {s.storage}")
     if s.signum is not None:

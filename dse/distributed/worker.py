@@ -40,7 +40,7 @@ import socket
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from optuna.trial import TrialState
 
@@ -56,6 +56,7 @@ from dse.search.evaluation import EvaluationPool, evaluate_design
 from dse.search.mirror import StudyMirror
 from dse.search.samplers import make_sampler
 from dse.search.storage import finish_trial, open_storage, open_study, quiet_optuna, storage_label
+from dse.search.stored import demote_repeats, stored_form
 from dse.search.study import StudyConfig
 from dse.search.trials import Batch, DesignCache, too_many_failures
 
@@ -80,6 +81,7 @@ class WorkerSummary:
     target: int
     complete: int = 0            # COMPLETE trials in the study when this worker stopped
     evaluated: int = 0           # trials this worker told COMPLETE (or FAIL on a model error)
+    repeats_demoted: int = 0     # COMPLETE trials of a design another worker also evaluated, stored as repeats
     surplus: int = 0             # trials this worker asked but found beyond the target (PRUNED)
     requeued: int = 0            # trials of dead workers this worker failed and re-queued
     duplicates: int = 0          # trials answered from the design cache
@@ -342,5 +344,7 @@ class _Worker:
             s.evaluated += 1
             if told.duplicate_of is None:
                 self.cache.add(told.key, t.number, told.outcome)
+                if stored_form(ft).state == TrialState.COMPLETE:   # another worker may have evaluated it meanwhile
+                    s.repeats_demoted += demote_repeats(self.storage, oc.study_id(self.study), told.key)
         self.mirror.seen.add(oc.trial_id(t))
 

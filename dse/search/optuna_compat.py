@@ -125,6 +125,23 @@ def count_with_user_attr(rdb_storage: Any, sid: int, key: str, below_number: int
         session.close()
 
 
+def complete_ids_with_user_attr(rdb_storage: Any, sid: int, key: str, value: Any) -> list[int]:
+    """Ids of the COMPLETE trials of a study whose user attribute ``key`` equals ``value``, by
+    number: one query over a join, without reading the trials."""
+    import sqlalchemy as sa
+    from optuna.trial import TrialState
+    M = _models()
+    T, U = M.TrialModel, M.TrialUserAttributeModel
+    q = (sa.select(T.trial_id).select_from(T).join(U, U.trial_id == T.trial_id)
+         .where(T.study_id == sid, T.state == TrialState.COMPLETE, U.key == key, U.value_json == json.dumps(value))
+         .order_by(T.number))
+    session = _session(rdb_storage)
+    try:
+        return [tid for (tid,) in session.execute(q).all()]
+    finally:
+        session.close()
+
+
 def oldest_waiting_ids(rdb_storage: Any, sid: int, limit: int) -> list[int]:
     """Ids of the ``limit`` lowest-numbered WAITING trials of a study."""
     import sqlalchemy as sa

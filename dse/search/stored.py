@@ -148,6 +148,29 @@ def migrate(storage: Any, sid: int, names: Sequence[str], constraint_names: Sequ
     return True
 
 
+def demote_repeats(storage: Any, sid: int, key: str) -> int:
+    """Store as repeats (PRUNED, ``repeat of trial N``) the COMPLETE trials of design ``key`` but
+    the first: two ``dse worker``s that evaluated the same design at the same time both wrote it
+    COMPLETE, and the dashboard would list it twice. Idempotent, so both may run it; the later
+    writer's run sees the other. Returns how many were demoted (0 off RDB storages)."""
+    import optuna
+    rdb = optuna_compat.rdb(storage)
+    if rdb is None:
+        return 0
+    ids = optuna_compat.complete_ids_with_user_attr(rdb, sid, "design_key", key)
+    if len(ids) < 2:
+        return 0
+    trials = sorted((rdb.get_trial(tid) for tid in ids), key=lambda t: t.number)
+    first, items = trials[0].number, []
+    for t in trials[1:]:
+        rec = {**t.user_attrs.get("dse", {}), "duplicate_of": first}
+        user = {**t.user_attrs, "dse": rec, OUTCOME_ATTR: f"repeat of trial {first}"}
+        told = _copy(optuna, t, t.state, list(t.values), user, t.system_attrs)
+        items.append((optuna_compat.trial_id(t), stored_form(told)))
+    optuna_compat.rewrite_finished_trials(rdb, items)
+    return len(items)
+
+
 def is_scored(t: Any) -> bool:
     """Whether a stored (or told) trial was evaluated and told values: it counts toward a
     study's target of finished trials, whatever state it is stored in."""
