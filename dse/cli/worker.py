@@ -48,11 +48,11 @@ def run(args: argparse.Namespace) -> int:
     if args.max_trials is not None and args.max_trials < 1:
         raise ConfigError(f"--max-trials {args.max_trials}: must be a positive integer")
     if not 0.01 <= args.poll <= 3600:
-        raise ConfigError(f"--poll {args.poll}: must be a number of seconds in [0.01, 3600]")
+        raise ConfigError(f"--poll {args.poll:g}: must be a number of seconds in [0.01, 3600]")
     if args.worker_id is not None and not (0 < len(args.worker_id) <= 200 and args.worker_id.isprintable()):
         raise ConfigError("--worker-id: must be 1-200 printable characters")
     if not 0 <= args.db_retry <= 86400:   # also refuses nan
-        raise ConfigError(f"--db-retry {args.db_retry}: must be a number of seconds in [0, 86400]")
+        raise ConfigError(f"--db-retry {args.db_retry:g}: must be a number of seconds in [0, 86400]")
     cfg = study_from_args(args, trials=args.trials)
     if args.heartbeat is not None:
         cfg = replace(cfg, heartbeat_s=check_heartbeat(args.heartbeat))
