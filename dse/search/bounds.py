@@ -77,6 +77,9 @@ KINDS: dict[str, str] = {
     "effective_occupancy": UPPER, "delivered_pflops": UPPER, "delivered_tokens_per_s": UPPER,
 }
 CLOSED_FORM_LEVELS = ("unit_io", "die_noc", "d2d", "node")     # the core mesh needs the schedule
+# Closed-form values of metrics the schedule recomputes, kept as ``closed_form_<metric>``: hints
+# (neither bounds nor values) that a sampler may learn from; the screen never reads them.
+HINTS = ("core_mesh_load", "stretch_contention_factor")
 
 _STATS: BoundedCache[tuple, "TraceStats"] = BoundedCache(64)
 
@@ -169,6 +172,7 @@ def bound_metrics(cf: Mapping[str, Any], point, model: MoEModel, stats: TraceSta
     only its feasibility and the metrics its closed form has."""
     out: dict[str, Any] = {"feasible": cf["feasible"], "infeasible_reason": cf.get("infeasible_reason", "")}
     out.update({m: cf[m] for m in _EXACT_METRICS if cf.get(m) is not None})
+    out.update({f"closed_form_{h}": cf[h] for h in HINTS if cf.get(h) is not None})
     if "ffn_read_us_per_token" in cf:
         out.update(_union_rescaled(cf, model, stats.union_experts))
     if "stretch_hop_factor" not in cf:

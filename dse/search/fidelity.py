@@ -80,9 +80,7 @@ class Screen:
             return None                         # the evaluation records an invalid design
         if any(p.trace == "catalog" for p in points.values()):
             return None
-        per_model = closed_form_bounds(points)
-        bound = [bound_value(o, [m.get(o.metric) for m in per_model.values()]) for o in self.objs.objectives]
-        sc = score({k: constraint_view(self.objs, m) for k, m in per_model.items()}, self.objs)
+        bound, sc = design_bound(self.objs, closed_form_bounds(points))
         values = [(b if b is not None else (math.inf if o.direction == "minimize" else -math.inf))
                   for o, b in zip(self.objs.objectives, bound)]
         named = {o.name: b for o, b in zip(self.objs.objectives, bound)}
@@ -126,18 +124,38 @@ def current_front(cfg: Any, finished: Sequence, cache: Any) -> tuple[list[int], 
 def closed_form_bounds(points: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """``{model: bound metrics}`` of one design on every workload: the vectorised closed form of
     all its workloads in one table, then ``bounds.bound_metrics`` per workload."""
+    return closed_form_bounds_many([points])[0]
+
+
+def closed_form_bounds_many(designs: Sequence[Mapping[str, Any]]) -> list[dict[str, dict[str, Any]]]:
+    """``closed_form_bounds`` of many designs (``{model: point}`` each), with the closed form of
+    all of them in one vectorised table. A point with ``trace = 'catalog'`` gets its closed-form
+    metrics themselves (they are its values, not bounds)."""
     from dse.catalog import get_model
     from dse.mapping.placement import domain
     from dse.vector import Columns, evaluate_columns
-    pts = list(points.values())
-    table = evaluate_columns(Columns.from_points(pts))
-    out = {}
-    for i, (name, p) in enumerate(points.items()):
+    flat = [(k, name, p) for k, points in enumerate(designs) for name, p in points.items()]
+    if not flat:
+        return []
+    table = evaluate_columns(Columns.from_points([p for _, _, p in flat]))
+    out: list[dict[str, dict[str, Any]]] = [{} for _ in designs]
+    domains: dict[tuple, Any] = {}                  # few distinct domains among many designs
+    for i, (k, name, p) in enumerate(flat):
+        if p.trace == "catalog":
+            out[k][name] = table.row(i)
+            continue
         model = get_model(p.model)
-        dom = domain(model.experts, p.core_side, p.groups, p.die_units_x, p.die_units_y, p.core_remainder,
-                     p.layer_layout)
-        out[name] = bounds.bound_metrics(table.row(i), p, model, bounds.trace_stats(p, model), dom)
+        args = (model.experts, p.core_side, p.groups, p.die_units_x, p.die_units_y, p.core_remainder, p.layer_layout)
+        dom = domains.get(args) or domains.setdefault(args, domain(*args))
+        out[k][name] = bounds.bound_metrics(table.row(i), p, model, bounds.trace_stats(p, model), dom)
     return out
+
+
+def design_bound(objs: ObjectiveSet, per_model: Mapping[str, Mapping[str, Any]]) -> tuple[list[float | None], Any]:
+    """(the objectives' bounds, None where there is none; the ``Score`` of the constraints under
+    the bounds) of one design from its ``closed_form_bounds``."""
+    bound = [bound_value(o, [m.get(o.metric) for m in per_model.values()]) for o in objs.objectives]
+    return bound, score({k: constraint_view(objs, m) for k, m in per_model.items()}, objs)
 
 
 def valid_for_objective(o: Objective) -> bool:

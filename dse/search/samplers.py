@@ -7,7 +7,7 @@ Batch *i* of a study is asked from a sampler seeded with ``batch_seed(seed, i)``
 ``dse.search.runner``), so a resumed study ends with the trials of an uninterrupted one. Per
 sampler (``not_resumable`` is the reason a sampler cannot promise it, empty when it can):
 
-* nsga2, tpe, random: exact (the proposals are a function of the seed and the trials so far);
+* nsga2, tpe, random, guided: exact (the proposals are a function of the seed and the trials so far);
 * grid: exact (the queue order decides, not randomness);
 * gp: not promised (its Gaussian-process fit runs in torch, not guaranteed bit-reproducible
   across runs and thread counts); ``dse run`` says so when it resumes a gp study.
@@ -50,6 +50,11 @@ def _gp(cfg: Any, seed: int, s: dict[str, Any]):
         return optuna.samplers.GPSampler(seed=seed, **s)
 
 
+def _guided(cfg: Any, seed: int, s: dict[str, Any]):
+    from dse.search import guided
+    return guided.make(cfg, seed, s)
+
+
 def _random(cfg: Any, seed: int, s: dict[str, Any]):
     import optuna
     return optuna.samplers.RandomSampler(seed=seed)   # random, and grid (its points are enqueued)
@@ -72,6 +77,8 @@ SAMPLERS: dict[str, SamplerKind] = {
                       not_resumable="its Gaussian-process fit (torch) is not guaranteed bit-reproducible"),
     "random": SamplerKind(_random, {}),
     "grid": SamplerKind(_random, {}),
+    "guided": SamplerKind(_guided, {"pool": ("int", 10, 100000), "explore": ("float", 0, 1),
+                                    "samples": ("int", 100, 1000000), "ridge": ("float", 0, 1e6)}),
 }
 
 

@@ -44,7 +44,7 @@ BAD_STUDIES = [
     ('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\ntrials = 0\n',
      "study.trials = 0: must be an integer in [1, 10000000]"),
     ('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\n[sampler]\nname = "cmaes"\n',
-     "sampler.name = 'cmaes': must be one of nsga2, tpe, gp, random, grid"),
+     "sampler.name = 'cmaes': must be one of nsga2, tpe, gp, random, grid, guided"),
     ('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\n[sampler]\nname = "nsga2"\npopulation = 8\n',
      "sampler.population: unknown setting for nsga2 (allowed: population_size, mutation_prob, crossover_prob, "
      "swapping_prob); did you mean 'population_size'?"),

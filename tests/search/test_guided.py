@@ -1,0 +1,141 @@
+"""The closed-form-guided sampler: legal designs only, never one whose closed-form bound the front
+before its batch already dominates (or that the bound proves infeasible), deterministic under a
+seed, and a resumed study (stopped mid-batch or between batches) ends as an uninterrupted one."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dse.search import draw, guided, load_results, load_study, pareto, run_study
+from tests.search.test_resume import outcome
+
+ROOT = Path(__file__).resolve().parents[2]
+OBJECTIVES = (ROOT / "objectives" / "full.toml").read_text()
+
+
+def _study(tmp: Path, trials: int = 36, seed: int = 5) -> Path:
+    f = tmp / "guided.toml"
+    f.write_text(f"""
+[study]
+space = "{ROOT / 'spaces' / 'full.toml'}"
+objectives = "{ROOT / 'objectives' / 'full.toml'}"
+trials = {trials}
+seed = {seed}
+batch = 12
+[sampler]
+name = "guided"
+pool = 300
+[workload]
+models = ["qwen3.5-35b-a3b"]
+trace = "synthetic"
+batch = 64
+""")
+    return f
+
+
+@pytest.fixture(scope="module")
+def guided_study(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("guided")
+    cfg = load_study(_study(tmp), storage=f"sqlite:///{tmp / 's.db'}")
+    run_study(cfg)
+    return cfg, load_results(cfg)
+
+
+def test_every_proposal_is_a_legal_point_of_the_space(guided_study):
+    cfg, res = guided_study
+    base = cfg.base_env()
+    assert len(res.records) == cfg.trials
+    for r in res.records:
+        assert draw.is_legal(cfg.space, base, r.params), f"trial {r.number}: {r.params}"
+
+
+def test_is_legal_rejects_a_value_off_the_space(guided_study):
+    cfg, res = guided_study
+    p = dict(res.records[0].params)
+    base = cfg.base_env()
+    assert not draw.is_legal(cfg.space, base, {**p, "pe_groups_per_core": p["core_side"] ** 2 + 1})
+    assert not draw.is_legal(cfg.space, base, {**p, "array_depth": p["array_depth"] + 1})
+    assert not draw.is_legal(cfg.space, base, {k: v for k, v in p.items() if k != "tile_width"})
+
+
+def test_no_proposal_is_dominated_or_infeasible_under_its_bound(guided_study):
+    cfg, res = guided_study
+    dirs = cfg.objectives.directions
+    checked = 0
+    for start in range(cfg.batch, cfg.trials, cfg.batch):
+        before = [r for r in res.records if r.number < start and r.feasible and not r.screened]
+        F = pareto.to_min(np.array([r.values for r in before]), dirs)
+        batch = [r for r in res.records if start <= r.number < start + cfg.batch]
+        B, ok, _ = guided.bound_arrays(cfg, [r.design for r in batch])
+        assert ok.all(), "a proposal the closed-form bound proves infeasible"
+        dominated = guided.weakly_dominated(pareto.to_min(B, dirs), F[pareto.nondominated(F)])
+        assert not dominated.any(), f"batch at {start}: proposals dominated under their bound"
+        checked += len(batch)
+    assert checked == cfg.trials - cfg.batch
+
+
+def test_the_plan_is_a_function_of_the_seed_and_the_trials(guided_study):
+    cfg, _ = guided_study
+    from dse.search.storage import open_study
+    study, _ = open_study(cfg, create=False)
+    trials = study.get_trials(deepcopy=False)[:24]
+    from dse.search.stored import sampler_form
+    trials = [sampler_form(t) for t in trials]
+    one = guided.plan(cfg, trials, np.random.default_rng(7), 12, {"pool": 200})
+    two = guided.plan(cfg, trials, np.random.default_rng(7), 12, {"pool": 200})
+    other = guided.plan(cfg, trials, np.random.default_rng(8), 12, {"pool": 200})
+    assert one == two and len(one) == 12 and one != other
+    known = {guided._param_key(t.params) for t in trials}
+    assert not known & {guided._param_key(p) for p in one}       # never a design the study holds
+
+
+def test_greedy_hv_takes_the_largest_gain_first_and_spreads():
+    F = np.array([[0.5, 0.5]])
+    E = np.array([[0.4, 0.4],      # improves the front a little
+                  [0.0, 0.45],     # extends it far along the first objective
+                  [0.6, 0.6],      # dominated: adds nothing
+                  [0.01, 0.45]])   # almost the same as row 1
+    picked = guided.greedy_hv(E, F, 3, np.random.default_rng(0), 20000)
+    assert picked[0] == 1 and picked[1] == 0 and 2 not in picked[:2]
+
+
+def test_a_resumed_guided_study_ends_as_an_uninterrupted_run(tmp_path):
+    study = _study(tmp_path, trials=30)
+    ref = load_study(study, storage=f"sqlite:///{tmp_path / 'ref.db'}")
+    run_study(ref)
+    storage = f"sqlite:///{tmp_path / 'cut.db'}"
+    run_study(load_study(study, storage=storage, trials=17))        # stops mid-batch (batch 12)
+    run_study(load_study(study, storage=storage, trials=24))        # then between batches
+    cfg = load_study(study, storage=storage)
+    assert run_study(cfg).notes == []
+    assert outcome(cfg) == outcome(ref)
+
+
+def test_a_closed_form_study_is_guided_by_its_exact_values(tmp_path):
+    """On the catalog workload the closed form is the value: no proposal after the first batch
+    is dominated by the front before its batch, in truth."""
+    f = _study(tmp_path, trials=36)
+    f.write_text(f.read_text().replace('trace = "synthetic"', 'trace = "catalog"').replace(
+        f'objectives = "{ROOT / "objectives" / "full.toml"}"', 'objectives = "obj.toml"'))
+    (tmp_path / "obj.toml").write_text(OBJECTIVES.split("[[objectives]]")[0] + """
+[[objectives]]
+metric = "ffn_latency_us_per_token"
+direction = "minimize"
+[[objectives]]
+metric = "pool_power_w"
+direction = "minimize"
+[[constraints]]
+metric = "die_area_mm2"
+le = "die_area_budget_mm2"
+""")
+    cfg = load_study(f, storage=f"sqlite:///{tmp_path / 'c.db'}")
+    run_study(cfg)
+    res = load_results(cfg)
+    dirs = cfg.objectives.directions
+    for r in res.records[cfg.batch:]:
+        before = [x for x in res.records if x.number < r.number - r.number % cfg.batch and x.feasible]
+        F = pareto.to_min(np.array([x.values for x in before]), dirs)
+        assert r.feasible, f"trial {r.number} infeasible: {r.reason}"
+        assert not guided.weakly_dominated(pareto.to_min(np.array([r.values]), dirs), F).any()
