@@ -210,11 +210,14 @@ def _lpt(dom: Domain, load: np.ndarray, coact: np.ndarray | None) -> np.ndarray:
     """Greedy LPT over cores then groups, vectorised over layers (one pass per expert rank).
 
     Per rank the core choice costs O(layers x cores) and the group choice O(layers x groups per
-    core) (only the chosen core's groups are scored); co-activation keeps, per core, the summed
-    co-firing of its experts with every expert, updated as experts are placed. The tie-break
-    and "full" terms of every core and the score of every group are kept up to date for the one
-    core and group a layer fills at each rank (same arithmetic, element by element, as scoring
-    them all afresh), so a rank costs a handful of array operations."""
+    core) (only the chosen core's groups are scored). Co-activation sums, per core, the co-firing
+    of the expert being placed with the experts already on the core: one ``bincount`` over the
+    ranks placed so far, which adds them in rank order (per core, as a running total kept as
+    experts are placed would, and with ``coact`` symmetric its row of the expert is its column). The
+    tie-break and "full" terms of every core come from a table per (core, free units) and the
+    score of every group is kept up to date for the one group a layer fills at each rank (same
+    arithmetic, element by element, as scoring them all afresh), so a rank costs a handful of
+    array operations."""
     a = dom.arrays
     L, E = load.shape
     N = dom.n_cores
@@ -224,9 +227,13 @@ def _lpt(dom: Domain, load: np.ndarray, coact: np.ndarray | None) -> np.ndarray:
     core_pes = a.core_units.astype(np.float64)
     core_load = np.zeros((L, N))
     core_free = np.broadcast_to(a.core_units, (L, N)).copy()
-    tie = np.broadcast_to(_tie(core_free, core_pes), (L, N)).copy()   # + inf on a full core
+    tie_base = np.concatenate([[0], np.cumsum(a.core_units + 1)[:-1]])   # (core, free) -> tie term
+    tie_free = np.concatenate([np.arange(u + 1) for u in a.core_units])
+    tie_table = _tie(tie_free, np.repeat(core_pes, a.core_units + 1))
+    tie = np.broadcast_to(_tie(core_free[0], core_pes), (L, N)).copy()   # + inf on a full core
     flat_load, flat_free, flat_tie = core_load.reshape(-1), core_free.reshape(-1), tie.reshape(-1)
-    core_co = np.zeros((L, N, E)) if coact is not None else None      # co-firing of each core with each expert
+    placed = np.empty((E, L), dtype=np.intp)                          # layer * N + core of each rank
+    ranked_at = (order + (rows * E)[:, None]).T.copy()                # [rank, layer] -> layer * E + expert
     groups = _GroupChoice(a, L, N, dom.n_groups)
     slot = np.empty((L, E), dtype=np.int64)
     w = float(C.coactivation_weight)
@@ -236,17 +243,19 @@ def _lpt(dom: Domain, load: np.ndarray, coact: np.ndarray | None) -> np.ndarray:
         e, le = order[:, r], ranked[:, r]
         np.add(core_load, le[:, None], out=cost)
         cost /= core_pes
-        if core_co is not None:
-            cost += w * core_co[rows, :, e] / core_pes
+        if coact is not None:
+            co = np.bincount(placed[:r].ravel(), np.take(coact[rows, e], ranked_at[:r]).ravel(),
+                             minlength=L * N).reshape(L, N)            # sum of coact[l, e, placed experts of core]
+            cost += w * co / core_pes
         cost += tie
         c = cost.argmin(axis=1)
         slot[rows, e] = groups.fill(c, le)
         k = cells + c
-        flat_free[k] -= 1
+        placed[r] = k
+        free = flat_free[k] - 1
+        flat_free[k] = free
         flat_load[k] += le
-        flat_tie[k] = _tie(flat_free[k], core_pes[c])
-        if core_co is not None:
-            core_co[rows, c, :] += coact[rows, e, :]              # = coact[rows, :, e] (symmetric)
+        flat_tie[k] = tie_table[tie_base[c] + free]
     return slot
 
 
@@ -291,6 +300,8 @@ class _GroupChoice:
         self.next[k] = unit + 1
         free = self.free[k] - 1
         self.free[k] = free
+        if self.single:                                               # no group choice to score
+            return unit
         gl = self.load[k] + le
         self.load[k] = gl
         s = gl / self.pes[g] + self.tiebreak[g]

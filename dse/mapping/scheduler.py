@@ -152,6 +152,15 @@ def _ceil_div(a: np.ndarray, b) -> np.ndarray:
     return -(-a // b)
 
 
+def _ceil_div_pos(a: np.ndarray, w: int) -> np.ndarray:
+    """ceil(a / w) of non-negative integers (a shift when w is a power of two)."""
+    if w == 1:
+        return a
+    if w & (w - 1) == 0:
+        return (a + (w - 1)) >> (w.bit_length() - 1)
+    return (a + (w - 1)) // w
+
+
 _BYTES = np.uint64(0x0101010101010101)
 
 
@@ -253,12 +262,12 @@ class Scheduler:
             memo["ft"] = np.float32 if int(memo["tokens"].max(initial=0)) < FLOAT32_EXACT else np.float64
         ft = memo["ft"]
         if ("jobs", w) not in memo:
-            jobs = ul if w == 1 else (ul + (w - 1)) // w
-            memo[("jobs", w)] = jobs
-            memo[("jsum", w)] = jobs.sum(axis=(2, 3), dtype=np.int64)
-            memo[("jc", w)] = np.rint(jobs.astype(ft) @ np.ones(self.F, ft)).astype(np.int64)
+            jobs = _ceil_div_pos(ul, w)
+            jf = jobs.astype(ft)
+            jc = np.rint(jf @ np.ones(self.F, ft)).astype(np.int64)
+            memo[("jobs", w)], memo[("jc", w)], memo[("jf", w)] = jobs, jc, jf.reshape(s, self.L, -1)
+            memo[("jsum", w)] = jc.sum(axis=2)                              # = jobs summed over units
             memo[("jmax", w)] = jobs.max(axis=(2, 3))
-            memo[("jf", w)] = jobs.astype(ft).reshape(s, self.L, -1)
 
     def _chunk(self, ul: np.ndarray, memo: dict | None = None) -> "ChunkResult":
         memo = {} if memo is None else memo
@@ -276,15 +285,16 @@ class Scheduler:
         else:
             rho, per_x = rc.max(axis=2), jc
         # one read-out per round an expert runs in: sum_u min(j_u, R_c) (float32 sums are exact here)
-        rcu = np.repeat(rc.astype(ft), self.F, axis=2)
-        ro_pooled = np.rint(np.minimum(memo[("jf", w)], rcu) @ np.ones(rcu.shape[2], ft)).astype(np.int64)
+        ro = np.minimum(memo[("jf", w)].reshape(jw.shape), rc.astype(ft)[..., None]).reshape(s, self.L, -1)
+        ro_pooled = np.rint(ro @ np.ones(ro.shape[2], ft)).astype(np.int64)
         if self.pooling == "broadcast":
             streams, overflow = self._streams(jw, jc, rc, ro_pooled, memo)
         else:
             streams, overflow = np.zeros(jc.shape, dtype=np.int32), 0.0
+        hist = np.bincount(streams.ravel(), minlength=1)        # over busy cores: an idle core has 0 streams
+        hist[0] -= jc.size - np.count_nonzero(jc)
         return ChunkResult(memo["tokens"], memo[("jsum", w)], memo["union"], rho.astype(np.float64),
-                           ro_pooled.astype(np.float64), np.bincount(streams[jc > 0].ravel(), minlength=1),
-                           streams, overflow, per_x)
+                           ro_pooled.astype(np.float64), hist, streams, overflow, per_x)
 
     def _streams(self, jw, jc, rc, ro_pooled, memo) -> tuple[np.ndarray, float]:
         """(concurrent multicast streams per core [s, L, N], overflow jobs) of the broadcast stage."""

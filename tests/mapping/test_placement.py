@@ -173,3 +173,41 @@ def test_lpt_equals_oracle(side, groups, dx, dy, rem, policy):
     want = oracle_lpt(dom, load, None if co is None else np.asarray(co, dtype=np.float64))
     assert np.array_equal(got, want)
     assert all(len(set(row)) == E for row in got)         # one expert per unit and layer
+
+
+def running_total_lpt(dom, load, coact):
+    """Co-activation LPT keeping a running total of every core's co-firing with every expert,
+    added expert by expert as they are placed (the bookkeeping the vectorised placement replaced):
+    on data whose sums round, the placement must still be identical, bit for bit."""
+    a = dom.arrays
+    L, E = load.shape
+    rows = np.arange(L)
+    order = np.argsort(-load, axis=1, kind="stable")
+    pes = a.core_units.astype(np.float64)
+    core_load, core_free = np.zeros((L, dom.n_cores)), np.broadcast_to(a.core_units, (L, dom.n_cores)).copy()
+    core_co = np.zeros((L, dom.n_cores, E))
+    chosen = np.empty((L, E), dtype=np.int64)
+    for r in range(E):
+        e = order[:, r]
+        le = load[rows, e]
+        cost = (core_load + le[:, None]) / pes + float(C.coactivation_weight) * core_co[rows, :, e] / pes
+        cost += pl._tie(core_free, pes)
+        c = cost.argmin(axis=1)
+        chosen[rows, e] = c
+        core_free[rows, c] -= 1
+        core_load[rows, c] += le
+        core_co[rows, c, :] += coact[rows, e, :]
+    return chosen
+
+
+@pytest.mark.parametrize("side,groups,dx,dy", [(1, 1, 16, 20), (2, 3, 8, 12), (4, 1, 16, 20)])
+def test_coactivation_sums_equal_a_running_total(side, groups, dx, dy):
+    rng = np.random.default_rng(side)
+    L, E = 4, 64
+    load = rng.random((L, E)) * 3.0
+    co = rng.random((L, E, E)).astype(np.float32) / 7.0       # sums of these round (not dyadic)
+    co = (co + co.transpose(0, 2, 1)) / np.float32(3.0)
+    dom = pl.domain(E, side, groups, dx, dy)
+    got = pl.place("coactivation", dom, load, co)
+    want = running_total_lpt(dom, load, co)
+    assert np.array_equal(dom.arrays.unit_core[got], want)
