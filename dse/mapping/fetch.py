@@ -45,6 +45,7 @@ class Prefetch:
         if self.credit is None:
             self.credit = np.zeros(buf.shape[1:], dtype=np.int32)
         cs = np.cumsum(buf[:min(n, upto + self.Q)], axis=0, dtype=np.int32)
+        ahead = cs[np.minimum(np.arange(upto) + self.Q, len(cs) - 1)] - cs[:upto]   # queued in each look-ahead
         credit, pes = self.credit, self.pes
         use, pending, idle, future = (np.empty_like(credit) for _ in range(4))
         rounds = np.empty((upto, buf.shape[1]), dtype=np.int32)
@@ -59,8 +60,7 @@ class Prefetch:
                 rho = (-(-pending // pes)).max(axis=1)
                 np.multiply(rho[:, None], pes, out=idle)
                 idle -= pending
-            np.subtract(cs[min(i + self.Q, len(cs) - 1)], cs[i], out=future)   # queued in the look-ahead
-            future -= credit                                                 # ... and not yet pulled
+            np.subtract(ahead[i], credit, out=future)                        # queued, not yet pulled
             np.maximum(future, 0, out=future)
             np.minimum(idle, future, out=future)
             credit += future

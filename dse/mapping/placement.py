@@ -226,12 +226,11 @@ def _lpt(dom: Domain, load: np.ndarray, coact: np.ndarray | None) -> np.ndarray:
     ranked = np.take_along_axis(load, order, axis=1)                  # their loads, rank by rank
     core_pes = a.core_units.astype(np.float64)
     core_load = np.zeros((L, N))
-    core_free = np.broadcast_to(a.core_units, (L, N)).copy()
-    tie_base = np.concatenate([[0], np.cumsum(a.core_units + 1)[:-1]])   # (core, free) -> tie term
     tie_free = np.concatenate([np.arange(u + 1) for u in a.core_units])
-    tie_table = _tie(tie_free, np.repeat(core_pes, a.core_units + 1))
-    tie = np.broadcast_to(_tie(core_free[0], core_pes), (L, N)).copy()   # + inf on a full core
-    flat_load, flat_free, flat_tie = core_load.reshape(-1), core_free.reshape(-1), tie.reshape(-1)
+    tie_table = _tie(tie_free, np.repeat(core_pes, a.core_units + 1))   # every (core, free units)
+    tie_at = np.tile(np.cumsum(a.core_units + 1) - 1, L)               # each cell's entry: all units free
+    tie = tie_table[tie_at].reshape(L, N)                             # + inf on a full core
+    flat_load, flat_tie = core_load.reshape(-1), tie.reshape(-1)
     placed = np.empty((E, L), dtype=np.intp)                          # layer * N + core of each rank
     ranked_at = (order + (rows * E)[:, None]).T.copy()                # [rank, layer] -> layer * E + expert
     groups = _GroupChoice(a, L, N, dom.n_groups)
@@ -251,11 +250,12 @@ def _lpt(dom: Domain, load: np.ndarray, coact: np.ndarray | None) -> np.ndarray:
         c = cost.argmin(axis=1)
         slot[rows, e] = groups.fill(c, le)
         k = cells + c
-        placed[r] = k
-        free = flat_free[k] - 1
-        flat_free[k] = free
+        if coact is not None:
+            placed[r] = k
         flat_load[k] += le
-        flat_tie[k] = tie_table[tie_base[c] + free]
+        at = tie_at[k] - 1                                            # one unit fewer free
+        tie_at[k] = at
+        flat_tie[k] = tie_table[at]
     return slot
 
 
@@ -276,8 +276,8 @@ class _GroupChoice:
         self.tiebreak = 1e-9 * np.arange(G)
         self.G = G
         self.load = np.zeros(L * G)
-        self.free = np.tile(a.group_units, L)
         self.next = np.tile(a.group_start, L)                          # next free unit of each group
+        self.end = np.tile(a.group_start + a.group_units, L)           # ... full when it gets here
         n_groups = np.bincount(a.group_core, minlength=N)
         self.single = bool((n_groups == 1).all())                     # group of a core = its core
         j = np.arange(max(1, int(n_groups.max())))
@@ -289,22 +289,20 @@ class _GroupChoice:
 
     def fill(self, c: np.ndarray, le: np.ndarray) -> np.ndarray:
         """Place one expert (load ``le``) per layer on core ``c``; returns the units taken."""
+        if self.single:                                               # the core's group: nothing to score
+            k = self.cells + self.core_group[c]
+            unit = self.next[k]
+            self.next[k] = unit + 1
+            return unit
         rows = self.rows
-        if self.single:
-            g = self.core_group[c]
-        else:
-            cg = self.core_groups[c]                                  # [L, groups per core]
-            g = cg[rows, self.score[rows[:, None], cg].argmin(axis=1)]
+        cg = self.core_groups[c]                                      # [L, groups per core]
+        g = cg[rows, self.score[rows[:, None], cg].argmin(axis=1)]
         k = self.cells + g
         unit = self.next[k]
         self.next[k] = unit + 1
-        free = self.free[k] - 1
-        self.free[k] = free
-        if self.single:                                               # no group choice to score
-            return unit
         gl = self.load[k] + le
         self.load[k] = gl
         s = gl / self.pes[g] + self.tiebreak[g]
-        s[free == 0] = np.inf
+        s[unit + 1 == self.end[k]] = np.inf
         self.score[rows, g] = s
         return unit

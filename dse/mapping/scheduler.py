@@ -148,7 +148,16 @@ class Schedule:
         }
 
 
+FLOAT_DIV_EXACT = 1 << 26       # ceil(a / b) of integers below this is exact in float64 division
+
+
 def _ceil_div(a: np.ndarray, b) -> np.ndarray:
+    """ceil(a / b) of non-negative integers, b > 0 (float64 division below ``FLOAT_DIV_EXACT``:
+    the rounded quotient of such integers never crosses an integer; numpy's integer division is
+    several times slower)."""
+    out = np.result_type(a, b)
+    if a.size and int(a.max()) < FLOAT_DIV_EXACT and int(np.max(b)) < FLOAT_DIV_EXACT:
+        return np.ceil(a / b).astype(out)
     return -(-a // b)
 
 
