@@ -202,3 +202,21 @@ def test_short_axis_reductions_equal_numpys(n):
     a = np.random.default_rng(n).integers(0, 30000, size=(5, 4, 3, n)).astype(np.int16)
     assert np.array_equal(_sum_last(a), a.sum(axis=-1, dtype=np.int32)) and _sum_last(a).dtype == np.int32
     assert np.array_equal(_max_last(a), a.max(axis=-1))
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.int32, np.int64])
+def test_ceil_divisions_equal_integer_division(dtype):
+    from dse.mapping.scheduler import FLOAT_DIV_EXACT, _ceil_div, _ceil_div_pos
+    rng = np.random.default_rng(7)
+    hi = min(np.iinfo(dtype).max - 64, FLOAT_DIV_EXACT - 1)
+    b = rng.integers(1, 300, size=64).astype(np.int32)
+    a = np.concatenate([rng.integers(0, hi, size=(200, 64)), b * rng.integers(0, hi // 300, size=(50, 64)),
+                        b * rng.integers(1, hi // 300, size=(50, 64)) - 1]).astype(dtype)   # exact multiples, one below
+    want = -(-a.astype(np.int64) // b)
+    got = _ceil_div(a, b)
+    assert got.dtype == np.result_type(a, b) and np.array_equal(got, want)
+    big = np.array([FLOAT_DIV_EXACT + 5, 3 * FLOAT_DIV_EXACT], dtype=np.int64)        # integer division there
+    assert np.array_equal(_ceil_div(big, np.int32(3)), -(-big // 3))
+    small = a[:, 0].clip(0, 30000).astype(np.int16)
+    for w in (1, 2, 3, 4, 5, 8, 16):
+        assert np.array_equal(_ceil_div_pos(small, w), -(-small // w))
