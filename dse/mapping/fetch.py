@@ -11,6 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 
+SMALL_INT = 1 << 14              # the recurrence runs in int16 while its values stay below this
+
+
 class Prefetch:
     """Load-aware fetch: the bounded prefetch recurrence over steps, streamed chunk by chunk
     (vectorised over layers and resources x; at most Q + BATCH steps are buffered)."""
@@ -45,14 +48,18 @@ class Prefetch:
         if self.credit is None:
             self.credit = np.zeros(buf.shape[1:], dtype=np.int32)
         cs = np.cumsum(buf[:min(n, upto + self.Q)], axis=0, dtype=np.int32)
-        ahead = cs[np.minimum(np.arange(upto) + self.Q, len(cs) - 1)] - cs[:upto]   # queued in each look-ahead
-        credit, pes = self.credit, self.pes
-        use, pending, idle, future = (np.empty_like(credit) for _ in range(4))
+        # every value below stays within [-(cs + credit), cs + credit + P]: int16 when that fits
+        small = int(cs[-1].max(initial=0)) + int(self.credit.max(initial=0)) + int(self.pes.max(initial=0)) < SMALL_INT
+        dt = np.int16 if small else np.int32
+        ahead = (cs[np.minimum(np.arange(upto) + self.Q, len(cs) - 1)] - cs[:upto]).astype(dt)  # queued in each look-ahead
+        jobs = buf[:upto].astype(dt)
+        credit, pes = self.credit.astype(dt), self.pes.astype(dt)
+        pending, idle, future = (np.empty_like(credit) for _ in range(3))
         rounds = np.empty((upto, buf.shape[1]), dtype=np.int32)
         for i in range(upto):
-            np.minimum(credit, buf[i], out=use)
-            credit -= use
-            np.subtract(buf[i], use, out=pending)
+            np.subtract(jobs[i], credit, out=future)                        # jobs minus credit ...
+            np.maximum(future, 0, out=pending)                              # ... the pending ones
+            np.subtract(pending, future, out=credit)                        # credit left: max(0, credit - jobs)
             if self.unit:
                 rho = pending.max(axis=1)                                   # [L]
                 np.subtract(rho[:, None], pending, out=idle)
@@ -60,10 +67,11 @@ class Prefetch:
                 rho = (-(-pending // pes)).max(axis=1)
                 np.multiply(rho[:, None], pes, out=idle)
                 idle -= pending
-            np.subtract(ahead[i], credit, out=future)                        # queued, not yet pulled
+            np.subtract(ahead[i], credit, out=future)                       # queued, not yet pulled
             np.maximum(future, 0, out=future)
             np.minimum(idle, future, out=future)
             credit += future
             rounds[i] = rho
+        self.credit = credit.astype(np.int32)
         self.out.append(rounds)
         self.buf = buf[upto:]

@@ -220,3 +220,18 @@ def test_ceil_divisions_equal_integer_division(dtype):
     small = a[:, 0].clip(0, 30000).astype(np.int16)
     for w in (1, 2, 3, 4, 5, 8, 16):
         assert np.array_equal(_ceil_div_pos(small, w), -(-small // w))
+
+
+def test_load_aware_fetch_same_in_int16_and_int32(monkeypatch):
+    rng = np.random.default_rng(3)
+    jobs = rng.integers(0, 40, size=(300, 3, 7)) * (rng.random((300, 3, 7)) < 0.4)
+    pes = np.array([1, 2, 3, 1, 4, 2, 1])
+
+    def run():
+        pf = fetch_mod.Prefetch(5, pes)
+        for c in np.array_split(jobs, 4):          # several pushes: the credit crosses batches
+            pf.push(c)
+        return pf.finish()
+    small = run()
+    monkeypatch.setattr(fetch_mod, "SMALL_INT", 0)  # always int32
+    assert np.array_equal(small, run())
