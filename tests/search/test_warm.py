@@ -100,3 +100,27 @@ def test_warm_traces_on_a_pool_fill_the_trace_cache(tmp_path, monkeypatch):
     assert sorted(submitted) == ["measured", "profile"]
     traces = {p.name for p in (tmp_path / "cache").rglob("*.npy") if "placements" not in p.parts}
     assert len(traces) == 2
+
+
+def test_a_worker_given_the_warm_placements_computes_none_and_gets_the_cold_metrics(tmp_path, monkeypatch):
+    """The driver's warm-up ships every placement through the disk cache: a process that starts
+    with an empty memory (``warm_cache.clear``) and evaluates the space's designs then computes no
+    placement (counted) and returns, metric for metric, what a computation without any cache does."""
+    from dse.mapping import placement as pl
+    from dse.search.evaluation import evaluate_design
+    cfg = _cfg(tmp_path / "s")
+    designs = domain_designs(cfg)
+    calls = []
+    real = pl._lpt
+    monkeypatch.setattr(pl, "_lpt", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setenv("DSE_CACHE_DIR", "off")
+    warm_cache.clear()
+    cold = [evaluate_design(d, cfg.models) for d in designs]
+    assert len(calls) == len(designs) == 15                   # computed, once each
+    monkeypatch.setenv("DSE_CACHE_DIR", str(tmp_path / "cache"))
+    warm_cache.clear()
+    assert warm_placements(cfg, InlinePool()) == 15           # the driver's warm-up (here inline)
+    warm_cache.clear()                                        # a worker: nothing in its memory
+    calls.clear()
+    assert [evaluate_design(d, cfg.models) for d in designs] == cold
+    assert calls == []                                        # every placement came from the warm state
