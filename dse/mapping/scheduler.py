@@ -315,8 +315,9 @@ class Scheduler:
         sg = (xg > 0).astype(np.int32)             # the hottest expert alone covers X_g ...
         need = np.nonzero(xg > gmax)               # ... except in these (rare) groups
         if need[0].size:
-            pad = np.concatenate([jw, np.zeros(jw.shape[:3] + (1,), dtype=jw.dtype)], axis=3)
-            rows = pad[need[0][:, None], need[1][:, None], need[2][:, None], self.group_members[need[3]]]
+            members = self.group_members[need[3]]                            # padded with F (no unit)
+            rows = jw[need[0][:, None], need[1][:, None], need[2][:, None], np.minimum(members, self.F - 1)]
+            rows[members == self.F] = 0                                     # padding: no jobs
             mem = -np.sort(-rows, axis=1)                                   # hottest first
             excl = np.cumsum(mem, axis=1) - mem
             sg[need] = ((excl < xg[need][:, None]) & (mem > 0)).sum(axis=1)
