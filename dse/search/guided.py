@@ -5,9 +5,10 @@ bounds (``dse.search.fidelity.closed_form_bounds_many``, ``dse.search.bounds``) 
 millisecond. For each batch the sampler spends the cheap fidelity on a few thousand candidates
 and the expensive one only on the few it picks (``plan``):
 
-1. **pool**: ``pool`` candidates, half drawn uniformly over the space, half mutations (1 to 3
-   knobs drawn afresh, ``dse.search.draw``) of the designs on the current feasible front
-   (all uniform while there is no front); designs already proposed in the study are left out;
+1. **pool**: ``pool`` candidates, a share ``mutants`` of them mutations (1 to 3 knobs drawn
+   afresh, ``dse.search.draw``) of the designs on the current feasible front, the others drawn
+   uniformly over the space (all of them while there is no front); designs already proposed in
+   the study are left out;
 2. **rigorous screen**: a candidate whose closed-form bounds violate a constraint, or whose
    objective bounds are weakly dominated by the current front (the trace-driven, feasible trials
    before the batch), is dropped: it can never enter the front (the bounds are never better
@@ -17,11 +18,15 @@ and the expensive one only on the few it picks (``plan``):
    bound) per objective on the knobs (one-hot categorical, log numeric), the log bounds and the
    log closed-form hints (``bounds.HINTS``: the core-mesh load and contention the schedule
    recomputes); no evaluated design yet: the raw bound;
-4. **pick**: ``batch`` designs, greedily by the hypervolume their estimates add to the current
-   front plus the designs already picked (a Monte Carlo estimate on ``samples`` points of the
-   normalised objective box; ties, e.g. nothing adds volume, go to the smallest additive epsilon
-   distance to that front), so that a batch spreads along the front; a share ``explore`` of the
-   batch is instead drawn at random among the survivors.
+4. **pick**: ``batch`` designs: with ``extremes``, first the best estimate of each objective
+   (the front's ends weigh most in its hypervolume), then greedily by the hypervolume each
+   estimate adds to the current front plus the designs already picked (a Monte Carlo estimate
+   on ``samples`` points of the normalised objective box), weighted by the candidate's
+   probability of being feasible (a ridge fit of the worst constraint value of the evaluated
+   designs, its residuals taken as Gaussian: the bounds cannot see the core-mesh load); ties,
+   e.g. nothing adds volume, go to the smallest additive epsilon distance to that front. A
+   batch thus spreads along the front; a share ``explore`` of it is instead drawn at random
+   among the survivors.
 
 Everything is drawn from a generator seeded with the batch seed (``samplers.batch_seed``), and
 the plan is a function of that seed and the finished trials before the batch: a resumed study
@@ -43,7 +48,11 @@ from dse.search import draw, fidelity, pareto
 from dse.search.bounds import HINTS
 from dse.search.objectives import score
 
-DEFAULTS = {"pool": 2000, "explore": 0.2, "samples": 10000, "ridge": 10.0}
+# bound metrics (and closed-form hints, ``bounds.HINTS``) the regressions read, as logs
+HINT_METRICS = ("ffn_read_us_per_token", "ffn_compute_us_per_token", "occupancy", "effective_mfu",
+                "stretch_hop_factor", "dies", *(f"closed_form_{h}" for h in HINTS))
+MIN_SIGMA = 0.05             # floor of the feasibility fit's residual spread
+DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "samples": 10000, "ridge": 10.0}
 
 
 def _param_key(params: Mapping[str, Any]) -> tuple:
@@ -62,6 +71,7 @@ class Evaluated:
         self.designs = [t.user_attrs.get("dse", {}).get("design") or cfg.design(t.params) for t in done]
         self.feasible = np.array([bool(t.user_attrs.get("dse", {}).get("feasible"))
                                   and all(math.isfinite(v) for v in t.values) for t in done], dtype=bool)
+        self.violation = np.array([max(t.constraints.values(), default=0.0) for t in done], dtype=float)
         self.values = np.array([t.values for t in done], dtype=float).reshape(len(done), len(cfg.objectives.objectives))
         F = pareto.to_min(self.values[self.feasible], cfg.objectives.directions)
         keep = pareto.nondominated(F) if len(F) else np.zeros(0, dtype=bool)
@@ -76,7 +86,7 @@ def bound_arrays(cfg: Any, designs: Sequence[Mapping[str, Any]]) -> tuple[np.nda
     (``bounds.HINTS``, worst over the workloads; 0 where none)."""
     m = len(cfg.objectives.objectives)
     B = np.full((len(designs), m), np.nan)
-    H = np.zeros((len(designs), len(HINTS)))
+    H = np.zeros((len(designs), len(HINT_METRICS) + 1))
     ok = np.zeros(len(designs), dtype=bool)
     rows, points = [], []
     for i, d in enumerate(designs):
@@ -93,11 +103,22 @@ def bound_arrays(cfg: Any, designs: Sequence[Mapping[str, Any]]) -> tuple[np.nda
             bound, sc = fidelity.design_bound(cfg.objectives, per_model)
         B[i] = [np.nan if b is None else b for b in bound]
         ok[i] = sc.feasible
-        for j, h in enumerate(HINTS):
-            vals = [m.get(f"closed_form_{h}") for m in per_model.values()]
-            vals = [v for v in vals if v is not None and v > 0]
-            H[i, j] = math.log(max(vals)) if vals else 0.0
+        H[i] = hints(per_model)
     return B, ok, H
+
+
+def hints(per_model: Mapping[str, Mapping[str, Any]]) -> list[float]:
+    """Log of the ``HINT_METRICS`` (worst, i.e. largest, over the workloads; 0 where none) and how
+    far the design is from read-bound: max(0, log(compute time at the MFU bound / read time))."""
+    out = []
+    for name in HINT_METRICS:
+        vals = [m.get(name) for m in per_model.values()]
+        vals = [float(v) for v in vals if isinstance(v, (int, float)) and v > 0]
+        out.append(math.log(max(vals)) if vals else 0.0)
+    t = [(m.get("ffn_compute_us_per_token"), m.get("effective_mfu"), m.get("ffn_read_us_per_token"))
+         for m in per_model.values()]
+    t = [math.log(c / e / r) for c, e, r in t if c and e and r and c > 0 and e > 0 and r > 0]
+    return out + [max(0.0, max(t)) if t else 0.0]
 
 
 def features(cfg: Any, params: Sequence[Mapping[str, Any]], bounds: np.ndarray, hints: np.ndarray) -> np.ndarray:
@@ -139,13 +160,14 @@ def ratio_model(X: np.ndarray, logr: np.ndarray, ridge: float):
     return lambda Xn: ((Xn - mu) / sd) @ W + b
 
 
-def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int) -> list[dict[str, Any]]:
+def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int, mutants: float = 0.5
+               ) -> list[dict[str, Any]]:
     """Up to ``n`` distinct new candidates: uniform draws and mutants of the front (module docstring)."""
     base = cfg.base_env()
     out, seen = [], set(ev.known)
     parents = ev.front_params
     for i in range(n):
-        if parents and i % 2:
+        if parents and rng.random() < mutants:
             p = draw.mutant(cfg.space, base, rng, parents[int(rng.integers(len(parents)))])
         else:
             p = draw.uniform(cfg.space, base, rng)
@@ -161,7 +183,7 @@ def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
     """The ``k`` parameter sets of the next batch (see the module docstring)."""
     s = {**DEFAULTS, **(settings or {})}
     ev = Evaluated(cfg, trials)
-    cands = candidates(cfg, ev, rng, int(s["pool"]))
+    cands = candidates(cfg, ev, rng, int(s["pool"]), float(s["mutants"]))
     B, ok, H = bound_arrays(cfg, [cfg.design(p) for p in cands])
     Bmin = pareto.to_min(np.where(np.isnan(B), np.inf, B), cfg.objectives.directions)
     ok &= np.isfinite(Bmin).all(axis=1)
@@ -170,27 +192,37 @@ def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
     idx = np.flatnonzero(ok)
     if not len(idx):
         return [draw.uniform(cfg.space, cfg.base_env(), rng) for _ in range(k)]
-    est = estimates(cfg, ev, [cands[i] for i in idx], B[idx], H[idx], float(s["ridge"]))
+    est, p_ok = estimates(cfg, ev, [cands[i] for i in idx], B[idx], H[idx], float(s["ridge"]))
     n_explore = min(len(idx), int(round(float(s["explore"]) * k)))
-    picked = greedy_hv(est, ev.front, k - n_explore, rng, int(s["samples"]))
+    picked = greedy_hv(est, ev.front, k - n_explore, rng, int(s["samples"]), p_ok, len(B[0]) if s["extremes"] else 0)
     rest = np.setdiff1d(np.arange(len(idx)), picked)
     if n_explore and len(rest):
         picked += [int(i) for i in rng.choice(rest, size=min(n_explore, len(rest)), replace=False)]
     return [cands[idx[i]] for i in picked]
 
 
-def estimates(cfg: Any, ev: Evaluated, params: list, B: np.ndarray, H: np.ndarray, ridge: float) -> np.ndarray:
-    """Estimated objectives (minimisation form) of candidates with bounds ``B`` and hints ``H``:
-    bound x the ratio ``ratio_model`` learns from the feasible evaluated designs (none yet: the
-    raw bounds)."""
+def estimates(cfg: Any, ev: Evaluated, params: list, B: np.ndarray, H: np.ndarray, ridge: float
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """(estimated objectives, minimisation form; probability of being feasible) of candidates with
+    bounds ``B`` and hints ``H``. Objectives: bound x the ratio ``ratio_model`` learns from the
+    feasible evaluated designs. Feasibility: a ridge fit of the worst constraint value of the
+    evaluated designs (clipped to [-1, 1]), its residuals taken as Gaussian. Nothing evaluated
+    yet: the raw bounds, feasible."""
     if not ev.feasible.any():
-        return pareto.to_min(B, cfg.objectives.directions)
+        return pareto.to_min(B, cfg.objectives.directions), np.ones(len(B))
     evB, _, evH = bound_arrays(cfg, ev.designs)
+    Xev, X = features(cfg, ev.params, evB, evH), features(cfg, params, B, H)
     with np.errstate(all="ignore"):
         logr = np.log(np.abs(ev.values) / np.abs(evB))
     logr[~np.isfinite(logr) | ~ev.feasible[:, None]] = np.nan
-    predict = ratio_model(features(cfg, ev.params, evB, evH), logr, ridge)
-    return pareto.to_min(B * np.exp(predict(features(cfg, params, B, H))), cfg.objectives.directions)
+    est = pareto.to_min(B * np.exp(ratio_model(Xev, logr, ridge)(X)), cfg.objectives.directions)
+    if ev.feasible.all():
+        return est, np.ones(len(B))
+    viol = np.clip(ev.violation, -1.0, 1.0)[:, None]
+    fit = ratio_model(Xev, viol, ridge)
+    sigma = max(MIN_SIGMA, float(np.std(viol[:, 0] - fit(Xev)[:, 0])))
+    z = -fit(X)[:, 0] / (sigma * math.sqrt(2.0))
+    return est, 0.5 * (1.0 + np.vectorize(math.erf)(z))
 
 
 def weakly_dominated(P: np.ndarray, F: np.ndarray) -> np.ndarray:
@@ -200,9 +232,11 @@ def weakly_dominated(P: np.ndarray, F: np.ndarray) -> np.ndarray:
     return (F[None, :, :] <= P[:, None, :]).all(axis=2).any(axis=1)
 
 
-def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, samples: int) -> list[int]:
-    """Indices of up to ``k`` rows of ``E`` picked one by one by the hypervolume each adds to ``F``
-    plus the rows picked before (Monte Carlo on ``samples`` points of the box between the
+def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, samples: int,
+              weight: np.ndarray | None = None, extremes: int = 0) -> list[int]:
+    """Indices of up to ``k`` rows of ``E``: first the best row of each of the first ``extremes``
+    objectives, then one by one by the hypervolume each adds to ``F`` plus the rows picked before
+    (times its ``weight``) (Monte Carlo on ``samples`` points of the box between the
     smallest values and the reference point, 1.1 x the front's span beyond its nadir); ties go to
     the smallest additive epsilon distance to that set, then to the lower index."""
     k = min(k, len(E))
@@ -221,9 +255,19 @@ def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, sa
     uncovered = np.ones(len(X), dtype=bool)
     S = (F - lo) / span if len(F) else np.zeros((0, E.shape[1]))
     En = (E - lo) / span
+    w = np.ones(len(E)) if weight is None else weight
+    extremes = min(extremes, E.shape[1], k)
     picked: list[int] = []
     for _ in range(k):
-        gain = dom[:, uncovered].sum(axis=1).astype(float)
+        if len(picked) < extremes:                   # first the best estimate of each objective
+            j = len(picked)
+            best = int(np.lexsort((np.arange(len(E)), -w, E[:, j]))[0])
+            if best not in picked:
+                picked.append(best)
+                uncovered &= ~dom[best]
+                S = np.vstack([S, En[best:best + 1]])
+                continue
+        gain = dom[:, uncovered].sum(axis=1) * w
         eps = (En[:, None, :] - S[None, :, :]).max(axis=2).min(axis=1) if len(S) else np.zeros(len(E))
         gain[picked] = -1.0
         order = np.lexsort((np.arange(len(E)), eps, -gain))

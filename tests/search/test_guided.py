@@ -139,3 +139,9 @@ le = "die_area_budget_mm2"
         F = pareto.to_min(np.array([x.values for x in before]), dirs)
         assert r.feasible, f"trial {r.number} infeasible: {r.reason}"
         assert not guided.weakly_dominated(pareto.to_min(np.array([r.values]), dirs), F).any()
+
+
+def test_greedy_hv_takes_each_objectives_best_estimate_first_when_asked():
+    E = np.array([[0.4, 0.4], [0.0, 0.9], [0.9, 0.05], [0.3, 0.3]])
+    assert guided.greedy_hv(E, np.zeros((0, 2)), 2, np.random.default_rng(0), 5000, extremes=2) == [1, 2]
+    assert guided.greedy_hv(E, np.zeros((0, 2)), 1, np.random.default_rng(0), 5000)[0] == 3
