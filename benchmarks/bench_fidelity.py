@@ -1,29 +1,36 @@
 """Multi-fidelity search against the plain study: trace-driven evaluations and hypervolume.
 
-Run: python benchmarks/bench_fidelity.py [--trials 480] [--seeds 0,1] [--budget]   (README: seeds 0-4, --budget)
+Run: python benchmarks/bench_fidelity.py [--seeds 0,1] [--trials N] [--budget]   (README: seeds 0-4)
 
-For each seed, ``studies/full.toml`` (plain) and ``studies/full-multifidelity.toml`` (the same
-study with ``[search] fidelity = "multi"``) run at the same trial budget, in this process (one
-core), each in a fresh SQLite file. Per seed the table gives, for each run: trials, trace-driven
-evaluations (distinct designs evaluated on the trace), screened trials, repeated designs, the
-size of its feasible front, its
-hypervolume on the common reference of the seed (the union of both runs' feasible fronts: its
-ideal and nadir normalise every objective to [0, 1], reference point 1.1) as a share of the union
-front's, and the ratios multi / plain.
+For each seed, in this process (one core), each in a fresh SQLite file, at each study file's own
+trial budget unless ``--trials`` sets the plain runs':
 
-``oracle`` is a diagnostic of the plain run: the evaluations that even a perfect screen (one that
-knew every trace-driven value in advance) would have spent on its trajectory, i.e. the feasible
-designs that were not weakly dominated by the front of the trials before their batch (the first
-evaluation of each design). No bound-based screen of proposals can go below it at the same trials.
+* ``plain tpe``: ``studies/full.toml`` with the single-fidelity sampler TPE (optuna defaults,
+  constant liar within a batch: the choice shipped before the guided sampler);
+* ``plain shipped``: ``studies/full.toml`` as shipped (not run twice if it ships TPE);
+* ``multi``: ``studies/full-multifidelity.toml`` (``[search] fidelity = "multi"``: the
+  closed-form-guided sampler, whose proposals the closed-form screen then checks again).
 
-``--budget``: also runs the multi-fidelity study until it has spent one third of the plain run's
-trace-driven evaluations (at most 3x the trials): the variant that counts trace-driven evaluations
-instead of trials.
+Per run: trials, trace-driven evaluations (distinct designs evaluated on the trace), screened
+trials, repeated designs, the size of its feasible front, its hypervolume on the common reference
+of the seed (the union of the seed's runs' feasible fronts: its ideal and nadir normalise every
+objective to [0, 1], reference point 1.1) as a share of the union front's, and the ratios of
+evaluations and hypervolume to ``plain tpe``. Each seed ends with the verdict against both plain
+runs: multi spends <= 1/3 of their trace-driven evaluations with the same or better hypervolume.
+
+``oracle`` is a diagnostic of the plain TPE run: the evaluations that even a perfect screen (one
+that knew every trace-driven value in advance) would have spent on its trajectory, i.e. the
+feasible designs that were not weakly dominated by the front of the trials before their batch
+(the first evaluation of each design). No screen of TPE's proposals can go below it.
+
+``--budget``: also runs the multi-fidelity study until it has spent one third of the plain TPE
+run's trace-driven evaluations (at most 3x its trials).
 """
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import tempfile
 import time
@@ -36,11 +43,17 @@ sys.path.insert(0, str(ROOT))
 PLAIN, MULTI = ROOT / "studies" / "full.toml", ROOT / "studies" / "full-multifidelity.toml"
 
 
-def run(study: Path, seed: int, trials: int, tmp: Path, max_evaluations: int | None = None):
-    """(config, run summary, seconds) of one fresh run."""
+def run(study: Path, seed: int, trials: int | None, tmp: Path, max_evaluations: int | None = None,
+        sampler: str | None = None):
+    """(config, run summary, seconds) of one fresh run (``sampler``: replaces the study's, with
+    its default settings)."""
+    from dataclasses import replace
     from dse.search.runner import run_study
     from dse.search.study import load_study
-    cfg = load_study(study, seed=seed, trials=trials, storage=f"sqlite:///{tmp / f'{study.stem}-{seed}-{trials}.db'}")
+    tag = f"{study.stem}-{sampler or 'shipped'}-{seed}-{trials}-{max_evaluations}"
+    cfg = load_study(study, seed=seed, trials=trials, storage=f"sqlite:///{tmp / (tag + '.db')}")
+    if sampler is not None:
+        cfg = replace(cfg, sampler=sampler, sampler_settings={})
     t0 = time.perf_counter()
     s = run_study(cfg, max_evaluations=max_evaluations)
     return cfg, s, time.perf_counter() - t0
@@ -81,41 +94,59 @@ def hypervolume_shares(Fs: list[np.ndarray]) -> list[float]:
     return [pareto.hypervolume((F - lo) / span, ref) / total if len(F) else 0.0 for F in Fs]
 
 
-def one_seed(seed: int, trials: int, tmp: Path, budget: bool) -> list[tuple]:
-    rows = []
-    plain = run(PLAIN, seed, trials, tmp)
-    multi = run(MULTI, seed, trials, tmp)
-    runs = [("plain", *plain), ("multi", *multi)]
+def one_seed(seed: int, trials: int | None, tmp: Path, budget: bool) -> tuple[list[tuple], list[str]]:
+    """The seed's table rows and verdicts."""
+    from dse.search.study import load_study
+    runs = [("plain tpe", *run(PLAIN, seed, trials, tmp, sampler="tpe"))]
+    shipped = load_study(PLAIN)
+    if (shipped.sampler, dict(shipped.sampler_settings)) != ("tpe", {}):
+        runs.append((f"plain {shipped.sampler}", *run(PLAIN, seed, trials, tmp)))
+    runs.append(("multi", *run(MULTI, seed, None, tmp)))
     if budget:
-        cap = math.ceil(plain[1].evaluations / 3)
-        runs.append(("multi, 1/3 evals", *run(MULTI, seed, 3 * trials, tmp, max_evaluations=cap)))
+        cap = math.ceil(runs[0][2].evaluations / 3)
+        multi_trials = load_study(MULTI).trials
+        runs.append(("multi, 1/3 of tpe", *run(MULTI, seed, 3 * max(multi_trials, runs[0][2].complete), tmp,
+                                               max_evaluations=cap)))
     Fs = fronts([c for _, c, _, _ in runs])
     shares = hypervolume_shares(Fs)
-    base_eval, base_hv = plain[1].evaluations, shares[0]
+    base_eval, base_hv = runs[0][2].evaluations, shares[0]
+    rows = []
     for (tag, cfg, s, dt), hv, F in zip(runs, shares, Fs):
         rows.append((seed, tag, s.complete, s.evaluations, s.screened, s.duplicates, len(F), hv,
                      s.evaluations / base_eval, hv / base_hv if base_hv else math.nan, dt))
-    need = oracle_evaluations(plain[0])
-    rows.append((seed, "oracle (plain)", plain[1].complete, need, 0, 0, 0, math.nan, need / base_eval, math.nan, 0.0))
-    return rows
+    need = oracle_evaluations(runs[0][1])
+    rows.append((seed, "oracle (plain tpe)", runs[0][2].complete, need, 0, 0, 0, math.nan, need / base_eval,
+                 math.nan, 0.0))
+    m = [r for r in rows if r[1] == "multi"][0]
+    verdicts = [f"seed {seed}: multi vs {r[1]}: {m[3] / r[3]:.3f} of its trace-driven evaluations (<= 1/3: "
+                f"{m[3] * 3 <= r[3]}), hypervolume x {m[7] / r[7] if r[7] else math.inf:.3f} (same or better: {m[7] >= r[7]})"
+                for r in rows if r[1].startswith("plain")]
+    return rows, verdicts
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trials", type=int, default=480)
+    ap.add_argument("--trials", type=int, default=None, help="trials of the plain runs (default: the study's)")
     ap.add_argument("--seeds", default="0,1")
     ap.add_argument("--budget", action="store_true", help="also the run limited to 1/3 of the evaluations")
     a = ap.parse_args()
     from dse.search.storage import quiet_optuna
     head = (f"{'seed':>4s} {'run':18s} {'trials':>6s} {'trace evals':>11s} {'screened':>8s} {'repeats':>7s} "
-            f"{'front':>5s} {'HV share':>8s} {'evals ratio':>11s} {'HV ratio':>8s} {'time s':>7s}")
-    print(f"bench_fidelity: {PLAIN.name} vs {MULTI.name}, {a.trials} trials, seeds {a.seeds}")
+            f"{'front':>5s} {'HV share':>8s} {'evals/tpe':>11s} {'HV/tpe':>8s} {'time s':>7s}")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"bench_fidelity: {PLAIN.name} vs {MULTI.name}, seeds {a.seeds}; {os.cpu_count()} cores, "
+          f"load average {load:.2f} at start")
     print(head, flush=True)
+    verdicts = []
     with tempfile.TemporaryDirectory() as d, quiet_optuna():
         for seed in (int(x) for x in a.seeds.split(",")):
-            for r in one_seed(seed, a.trials, Path(d), a.budget):
+            rows, said = one_seed(seed, a.trials, Path(d), a.budget)
+            verdicts += said
+            for r in rows:
                 print(f"{r[0]:4d} {r[1]:18s} {r[2]:6d} {r[3]:11d} {r[4]:8d} {r[5]:7d} {r[6]:5d} {r[7]:8.3f} "
                       f"{r[8]:11.3f} {r[9]:8.3f} {r[10]:7.1f}", flush=True)
+    for v in verdicts:
+        print(v)
 
 
 if __name__ == "__main__":

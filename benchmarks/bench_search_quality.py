@@ -15,10 +15,11 @@ objectives normalised between the ideal and the nadir of the reference front, re
    with 1 % of the points' evaluations.
    Target: >= 95 %, and ahead of random search at the same budget on every seed.
 3. ``full``: ``studies/full.toml`` as shipped against NSGA-II (population 24), TPE (optuna
-   defaults), multivariate TPE without constant liar and random search at the same trial budget
-   (a baseline equal to the shipped choice is not run twice), 3 seeds each; each run's HV as a
-   share of the HV of the union front of all runs. Target: the shipped sampler >= 0.95 on every
-   seed.
+   defaults, constant liar within a batch: the choice shipped before the guided sampler),
+   multivariate TPE without constant liar, random search and the closed-form-guided sampler
+   (``dse.search.guided``, its defaults) at the same trial budget (a baseline equal to the
+   shipped choice is not run twice), 3 seeds each; each run's HV as a share of the HV of the
+   union front of all runs. Target: the shipped sampler >= 0.95 on every seed.
 
 ``--quick``: 3 seeds for grid / truth, 2 for full at half its trials (a smoke run, not the
 reported figures). Evaluations run in this process (one core).
@@ -37,7 +38,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINES = [("nsga2", {"population_size": 24}), ("tpe", {}), ("tpe", {"multivariate": True, "constant_liar": False}),
-             ("random", {})]
+             ("random", {}), ("guided", {})]
 
 
 def _variant(cfg, tmp: Path, sampler: str | None, settings: dict | None, seed: int, trials: int | None = None):
