@@ -3,7 +3,10 @@
 
 Placements are cached per machine (``warm_cache``), the per-unit layouts of in-memory windows per
 process: the DSE asks for the same (workload, domain, policy) over and over while it varies other
-knobs.
+knobs. A layout keeps the scheduler's job counts per tile width beside it (``Scheduler.run_layout``'s
+memo), which grow with the trace: 10-35 MB an entry at 64 steps, up to ~140 MB at 256. The
+process keeps ``MAX_PLACEMENTS`` entries and at most ``MAX_PLACEMENT_BYTES`` of them (an entry is
+counted again after each use, as its memo grows).
 """
 from __future__ import annotations
 
@@ -14,9 +17,21 @@ from dse.mapping import warm_cache
 from dse.mapping.scheduler import Schedule, Scheduler
 from dse.workload.window import BoundedCache, Workload
 
-MAX_PLACEMENTS = 32   # unit layouts, ~2 MB each: ~70 MB at most
+MAX_PLACEMENTS = 32                # unit layouts with their job counts per tile width ...
+MAX_PLACEMENT_BYTES = 1 << 30      # ... and at most this many bytes of them per process
 
-PLACEMENTS: BoundedCache[tuple, object] = BoundedCache(MAX_PLACEMENTS)
+
+def entry_bytes(entry: tuple) -> int:
+    """Bytes of the arrays of a cached (layout, memo) entry."""
+    def size(v) -> int:
+        if isinstance(v, np.ndarray):
+            return int(v.nbytes)
+        return sum(size(x) for x in v) if isinstance(v, tuple) else 0
+    layout, memo = entry
+    return size(layout) + sum(size(v) for v in memo.values())
+
+
+PLACEMENTS: BoundedCache[tuple, tuple] = BoundedCache(MAX_PLACEMENTS, MAX_PLACEMENT_BYTES, entry_bytes)
 
 
 def placement_for(wl: Workload, dom: pl.Domain, policy: str) -> np.ndarray:
@@ -40,5 +55,8 @@ def schedule_workload(wl: Workload, point, n_experts: int) -> tuple[pl.Domain, S
     sch = Scheduler(dom, slot, p.tile_width, p.pooling, p.fetch, p.fetch_queue_depth)
     if wl.load is None:
         return dom, sch.run(wl.chunks())
-    layout, memo = PLACEMENTS.get_or_make(("layout", wl.key, dom, p.placement), lambda: (sch.layout(wl.load), {}))
-    return dom, sch.run_layout([layout], memo)
+    key = ("layout", wl.key, dom, p.placement)
+    entry = PLACEMENTS.get_or_make(key, lambda: (sch.layout(wl.load), {}))
+    sched = sch.run_layout([entry[0]], entry[1])
+    PLACEMENTS.put(key, entry)         # its memo may have grown: counted again against the bound
+    return dom, sched

@@ -48,3 +48,23 @@ def test_corrupt_cache_file_is_recomputed(tmp_path, monkeypatch):
         f.write_bytes(b"not a numpy file")
     warm_cache.clear()
     assert np.array_equal(warm_cache.placement(d, dom, "lpt", lambda: pl.place("lpt", dom, load)), ref)
+
+
+def test_unit_layouts_are_bounded_in_bytes_as_their_memo_grows(monkeypatch):
+    """The per-process (layout, job counts) entries are counted again after each use and dropped,
+    oldest first, beyond the byte bound; the metrics do not depend on what was kept."""
+    from dse.mapping import trace_mapping as tm
+    from dse.search.evaluation import evaluate_design
+    from dse.workload.window import BoundedCache
+    design = {"trace": "synthetic", "batch": 32, "trace_steps": 8, "profile_steps": 4, "placement": "lpt"}
+    free = [evaluate_design({**design, "core_side": s, "tile_width": w}, ["qwen3.5-35b-a3b"])
+            for s in (2, 4) for w in (1, 2, 4)]
+    monkeypatch.setattr(tm, "PLACEMENTS", BoundedCache(tm.MAX_PLACEMENTS, 10 ** 9, tm.entry_bytes))
+    evaluate_design({**design, "core_side": 2, "tile_width": 1}, ["qwen3.5-35b-a3b"])
+    one = tm.PLACEMENTS.bytes
+    evaluate_design({**design, "core_side": 2, "tile_width": 2}, ["qwen3.5-35b-a3b"])
+    assert tm.PLACEMENTS.bytes > one > 0                      # the same entry, grown by a tile width
+    monkeypatch.setattr(tm, "PLACEMENTS", BoundedCache(tm.MAX_PLACEMENTS, one + 1, tm.entry_bytes))
+    bounded = [evaluate_design({**design, "core_side": s, "tile_width": w}, ["qwen3.5-35b-a3b"])
+               for s in (2, 4) for w in (1, 2, 4)]
+    assert len(tm.PLACEMENTS._items) == 1 and bounded == free
