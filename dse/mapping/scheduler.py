@@ -233,11 +233,7 @@ class Scheduler:
         L, E = slot.shape
         self.L, self.E = L, E
         self.N, self.F = dom.n_cores, dom.full
-        pos = dom.unit_pos[slot]                                           # [L, E]
-        inv = np.full((L, self.N * self.F), E, dtype=np.intp)
-        inv[np.arange(L)[:, None], pos] = np.arange(E)[None, :]
-        self.inv = inv
-        self.take = (np.arange(L)[:, None] * (E + 1) + inv).ravel()       # into [layers * (E + 1)]
+        self.slot, self._take = slot, None               # unit -> expert index, built by the first layout
         self.core_units = np.array(dom.core_units, dtype=np.int32)
         starts, per_core = dom.group_layout
         self.group_starts, self.group_pes = starts, per_core.astype(np.int32)   # [Gc], [N, Gc]
@@ -253,11 +249,15 @@ class Scheduler:
         """Loads [s, layers, E] -> the padded unit layout [s, layers, cores, side^2] (int16)."""
         if loads.ndim != 3 or loads.shape[1:] != (self.L, self.E):
             raise ValueError(f"loads chunk shape {loads.shape}, expected [steps, {self.L}, {self.E}]")
+        if self._take is None:
+            inv = np.full((self.L, self.N * self.F), self.E, dtype=np.intp)    # expert of every unit (E: none)
+            inv[np.arange(self.L)[:, None], self.dom.unit_pos[self.slot]] = np.arange(self.E)[None, :]
+            self._take = (np.arange(self.L)[:, None] * (self.E + 1) + inv).ravel()  # into [layers * (E + 1)]
         s = loads.shape[0]
         dt = np.int16 if int(loads.max(initial=0)) < INT16_LOADS else np.int32
         pad = np.zeros((s, self.L, self.E + 1), dtype=dt)
         pad[:, :, :self.E] = loads
-        return np.take(pad.reshape(s, -1), self.take, axis=1).reshape(s, self.L, self.N, self.F)
+        return np.take(pad.reshape(s, -1), self._take, axis=1).reshape(s, self.L, self.N, self.F)
 
     # -- one chunk ------------------------------------------------------------------------------
     def _memo(self, ul: np.ndarray, memo: dict) -> None:
