@@ -240,7 +240,7 @@ class Scheduler:
         self.simple = len(starts) == self.F                                 # one-unit groups
         if not self.simple:
             sizes = np.diff(np.r_[starts, self.F])
-            mem = np.full((len(starts), int(sizes.max())), self.F, dtype=np.intp)   # pad -> zero column
+            mem = np.full((len(starts), int(sizes.max())), self.F, dtype=np.intp)   # padded with F (no unit)
             for g, (st, n) in enumerate(zip(starts, sizes)):
                 mem[g, :n] = np.arange(st, st + n)
             self.group_members = mem
@@ -332,8 +332,8 @@ class Scheduler:
             if (sizes == sizes[0]).all():                                   # equal groups: a reshape
                 g = jw.reshape(s, L, N, len(sizes), sizes[0])
             else:
-                pad = np.concatenate([jw, np.zeros((s, L, N, 1), dtype=jw.dtype)], axis=3)
-                g = pad[..., self.group_members]
+                g = jw[..., np.minimum(self.group_members, F - 1)]          # members padded with F ...
+                g[..., self.group_members == F] = 0                         # ... which hold no jobs
             memo[key] = (_sum_last(g), _max_last(g).astype(np.int32))
         return memo[key]
 
