@@ -288,7 +288,7 @@ class Scheduler:
             if self.simple:
                 rho, per_x = memo[("jmax", w)], jw.reshape(s, self.L, -1)   # one-unit groups
             else:
-                og, _ = self._groups(jw, memo)
+                og, _ = self._groups(jw, memo, hottest=False)
                 rho = _ceil_div(og, np.maximum(self.group_pes, 1)).max(axis=(2, 3))
                 per_x = og.reshape(s, self.L, -1)
         else:
@@ -323,10 +323,11 @@ class Scheduler:
             sg[need] = ((excl < xg[need][:, None]) & (mem > 0)).sum(axis=1)
         return _sum_last(sg), float(xg.sum())
 
-    def _groups(self, jw: np.ndarray, memo: dict) -> tuple[np.ndarray, np.ndarray]:
-        """(jobs, hottest expert's jobs) of every group [s, L, N, Gc], memoised per tile width."""
+    def _groups(self, jw: np.ndarray, memo: dict, hottest: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """(jobs, hottest expert's jobs: only if ``hottest``) of every group [s, L, N, Gc], memoised
+        per tile width."""
         key = ("groups", self.w, tuple(self.group_starts))
-        if key not in memo:
+        if key not in memo or (hottest and memo[key][1] is None):
             s, L, N, F = jw.shape
             sizes = np.diff(np.r_[self.group_starts, F])
             if (sizes == sizes[0]).all():                                   # equal groups: a reshape
@@ -334,7 +335,8 @@ class Scheduler:
             else:
                 g = jw[..., np.minimum(self.group_members, F - 1)]          # members padded with F ...
                 g[..., self.group_members == F] = 0                         # ... which hold no jobs
-            memo[key] = (_sum_last(g), _max_last(g).astype(np.int32))
+            og = memo[key][0] if key in memo else _sum_last(g)
+            memo[key] = (og, _max_last(g).astype(np.int32) if hottest else None)
         return memo[key]
 
     def _x_pes(self) -> np.ndarray:

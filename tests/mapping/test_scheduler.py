@@ -235,3 +235,18 @@ def test_load_aware_fetch_same_in_int16_and_int32(monkeypatch):
     small = run()
     monkeypatch.setattr(fetch_mod, "SMALL_INT", 0)  # always int32
     assert np.array_equal(small, run())
+
+
+@pytest.mark.parametrize("groups", [3, 4])          # unequal and equal PE groups of 16 units
+def test_a_shared_memo_gives_the_schedules_of_fresh_ones(groups):
+    """Designs of one layout share its memo (direct pooling leaves the groups' hottest expert
+    uncomputed; a broadcast design computes it later): each schedule equals a fresh one."""
+    rng = np.random.default_rng(groups)
+    dom = pl.domain(48, 4, groups, 8, 8)
+    slot = np.stack([rng.permutation(dom.units)[:48] for _ in range(2)])
+    loads = rng.integers(0, 9, size=(6, 2, 48)) * (rng.random((6, 2, 48)) < 0.5)
+    memo: dict = {}
+    for pooling, w in (("direct", 2), ("broadcast", 2), ("direct", 1), ("broadcast", 1)):
+        sch = Scheduler(dom, slot, w, pooling)
+        got, want = sch.run_layout([sch.layout(loads)], memo).summary(), sch.run([loads]).summary()
+        assert got == want
