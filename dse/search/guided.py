@@ -51,7 +51,8 @@ from dse.search.objectives import score
 # bound metrics (and closed-form hints, ``bounds.HINTS``) the regressions read, as logs
 HINT_METRICS = ("ffn_read_us_per_token", "ffn_compute_us_per_token", "occupancy", "effective_mfu",
                 "stretch_hop_factor", "dies", *(f"closed_form_{h}" for h in HINTS))
-MIN_SIGMA = 0.05             # floor of the feasibility fit's residual spread
+MIN_SIGMA = 0.05
+EPS_SAME = 1e-12             # normalised epsilon distance under which an estimate counts as already there             # floor of the feasibility fit's residual spread
 DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "samples": 10000, "ridge": 10.0}
 
 
@@ -262,13 +263,18 @@ def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, sa
         if len(picked) < extremes:                   # first the best estimate of each objective
             j = len(picked)
             best = int(np.lexsort((np.arange(len(E)), -w, E[:, j]))[0])
-            if best not in picked:
+            beyond = not len(F) or E[best, j] < F[:, j].min()      # only one that extends the front
+            if best not in picked and beyond:
                 picked.append(best)
                 uncovered &= ~dom[best]
                 S = np.vstack([S, En[best:best + 1]])
                 continue
         gain = dom[:, uncovered].sum(axis=1) * w
-        eps = (En[:, None, :] - S[None, :, :]).max(axis=2).min(axis=1) if len(S) else np.zeros(len(E))
+        eps = np.zeros(len(E))
+        if len(S):
+            diff = En[:, None, :] - S[None, :, :]
+            eps = diff.max(axis=2).min(axis=1)
+            eps[(np.abs(diff).max(axis=2) <= EPS_SAME).any(axis=1)] = np.inf   # already there: last
         gain[picked] = -1.0
         order = np.lexsort((np.arange(len(E)), eps, -gain))
         best = int(order[0])
