@@ -18,13 +18,16 @@ and the expensive one only on the few it picks (``plan``):
    bound) per objective on the knobs (one-hot categorical, log numeric), the log bounds and the
    log closed-form hints (``bounds.HINTS``: the core-mesh load and contention the schedule
    recomputes); no evaluated design yet: the raw bound;
-4. **pick**: ``batch`` designs: with ``extremes``, first the best estimate of each objective
-   (the front's ends weigh most in its hypervolume), then greedily by the hypervolume each
+4. **pick**: ``batch`` designs: with ``extremes``, first the best estimate of each objective if
+   it extends the front in that objective (the front's ends weigh most in its hypervolume), then
+   greedily by the hypervolume each
    estimate adds to the current front plus the designs already picked (a Monte Carlo estimate
    on ``samples`` points of the normalised objective box), weighted by the candidate's
    probability of being feasible (a ridge fit of the worst constraint value of the evaluated
    designs, its residuals taken as Gaussian: the bounds cannot see the core-mesh load); ties,
-   e.g. nothing adds volume, go to the smallest additive epsilon distance to that front. A
+   e.g. nothing adds volume, go to the smallest additive epsilon distance to that front, and an
+   estimate equal to a point already there (a design differing only in knobs the objectives do
+   not see) comes last. A
    batch thus spreads along the front; a share ``explore`` of it is instead drawn at random
    among the survivors.
 
@@ -56,7 +59,8 @@ EPS_SAME = 1e-12             # normalised epsilon distance under which an estima
 DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "samples": 10000, "ridge": 10.0}
 
 
-def _param_key(params: Mapping[str, Any]) -> tuple:
+def param_key(params: Mapping[str, Any]) -> tuple:
+    """A hashable identity of a trial's parameters (the pool leaves out those already proposed)."""
     return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
 
@@ -65,7 +69,7 @@ class Evaluated:
     evaluated designs, which are feasible, and the feasible front."""
 
     def __init__(self, cfg: Any, trials: Sequence):
-        self.known = {_param_key(t.params) for t in trials}
+        self.known = {param_key(t.params) for t in trials}
         done = [t for t in trials if t.state.name == "COMPLETE" and t.values is not None
                 and not t.user_attrs.get("screened") and "duplicate_of" not in t.user_attrs.get("dse", {})]
         self.params = [dict(t.params) for t in done]
@@ -172,7 +176,7 @@ def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int, mutant
             p = draw.mutant(cfg.space, base, rng, parents[int(rng.integers(len(parents)))])
         else:
             p = draw.uniform(cfg.space, base, rng)
-        key = _param_key(p)
+        key = param_key(p)
         if key not in seen:
             seen.add(key)
             out.append(p)
@@ -239,7 +243,8 @@ def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, sa
     objectives, then one by one by the hypervolume each adds to ``F`` plus the rows picked before
     (times its ``weight``) (Monte Carlo on ``samples`` points of the box between the
     smallest values and the reference point, 1.1 x the front's span beyond its nadir); ties go to
-    the smallest additive epsilon distance to that set, then to the lower index."""
+    the smallest additive epsilon distance to that set (a row equal to one of it: last), then to
+    the lower index. An extreme is taken only if it is better than ``F`` in its objective."""
     k = min(k, len(E))
     if k <= 0:
         return []

@@ -87,8 +87,8 @@ def test_the_plan_is_a_function_of_the_seed_and_the_trials(guided_study):
     two = guided.plan(cfg, trials, np.random.default_rng(7), 12, {"pool": 200})
     other = guided.plan(cfg, trials, np.random.default_rng(8), 12, {"pool": 200})
     assert one == two and len(one) == 12 and one != other
-    known = {guided._param_key(t.params) for t in trials}
-    assert not known & {guided._param_key(p) for p in one}       # never a design the study holds
+    known = {guided.param_key(t.params) for t in trials}
+    assert not known & {guided.param_key(p) for p in one}       # never a design the study holds
 
 
 def test_greedy_hv_takes_the_largest_gain_first_and_spreads():
