@@ -18,16 +18,16 @@ and the expensive one only on the few it picks (``plan``):
    bound) per objective on the knobs (one-hot categorical, log numeric), the log bounds and the
    log closed-form hints (``bounds.HINTS``: the core-mesh load and contention the schedule
    recomputes); no evaluated design yet: the raw bound;
-4. **pick**: ``batch`` designs: with ``extremes``, first the best estimate of each objective if
-   it extends the front in that objective (the front's ends weigh most in its hypervolume), then
-   greedily by the hypervolume each
+4. **pick**: ``batch`` designs: with ``extremes``, first the best estimate of each objective
+   (with ``refine``: only if it extends the front in that objective; the front's ends weigh
+   most in its hypervolume), then greedily by the hypervolume each
    estimate adds to the current front plus the designs already picked (a Monte Carlo estimate
    on ``samples`` points of the normalised objective box), weighted by the candidate's
    probability of being feasible (a ridge fit of the worst constraint value of the evaluated
    designs, its residuals taken as Gaussian: the bounds cannot see the core-mesh load); ties,
-   e.g. nothing adds volume, go to the smallest additive epsilon distance to that front, and an
-   estimate equal to a point already there (a design differing only in knobs the objectives do
-   not see) comes last. A
+   e.g. nothing adds volume, go to the smallest additive epsilon distance to that front (with
+   ``refine``, an estimate equal to a point already there, a design differing only in knobs the
+   objectives do not see, comes last). A
    batch thus spreads along the front; a share ``explore`` of it is instead drawn at random
    among the survivors.
 
@@ -54,9 +54,10 @@ from dse.search.objectives import score
 # bound metrics (and closed-form hints, ``bounds.HINTS``) the regressions read, as logs
 HINT_METRICS = ("ffn_read_us_per_token", "ffn_compute_us_per_token", "occupancy", "effective_mfu",
                 "stretch_hop_factor", "dies", *(f"closed_form_{h}" for h in HINTS))
-MIN_SIGMA = 0.05
-EPS_SAME = 1e-12             # normalised epsilon distance under which an estimate counts as already there             # floor of the feasibility fit's residual spread
-DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "samples": 10000, "ridge": 10.0}
+MIN_SIGMA = 0.05             # floor of the feasibility fit's residual spread
+EPS_SAME = 1e-12             # normalised distance under which an estimate counts as already there
+DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "refine": False, "samples": 10000,
+            "ridge": 10.0}
 
 
 def param_key(params: Mapping[str, Any]) -> tuple:
@@ -199,7 +200,8 @@ def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
         return [draw.uniform(cfg.space, cfg.base_env(), rng) for _ in range(k)]
     est, p_ok = estimates(cfg, ev, [cands[i] for i in idx], B[idx], H[idx], float(s["ridge"]))
     n_explore = min(len(idx), int(round(float(s["explore"]) * k)))
-    picked = greedy_hv(est, ev.front, k - n_explore, rng, int(s["samples"]), p_ok, len(B[0]) if s["extremes"] else 0)
+    picked = greedy_hv(est, ev.front, k - n_explore, rng, int(s["samples"]), p_ok,
+                       len(B[0]) if s["extremes"] else 0, bool(s["refine"]))
     rest = np.setdiff1d(np.arange(len(idx)), picked)
     if n_explore and len(rest):
         picked += [int(i) for i in rng.choice(rest, size=min(n_explore, len(rest)), replace=False)]
@@ -238,13 +240,14 @@ def weakly_dominated(P: np.ndarray, F: np.ndarray) -> np.ndarray:
 
 
 def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, samples: int,
-              weight: np.ndarray | None = None, extremes: int = 0) -> list[int]:
+              weight: np.ndarray | None = None, extremes: int = 0, refine: bool = False) -> list[int]:
     """Indices of up to ``k`` rows of ``E``: first the best row of each of the first ``extremes``
     objectives, then one by one by the hypervolume each adds to ``F`` plus the rows picked before
     (times its ``weight``) (Monte Carlo on ``samples`` points of the box between the
     smallest values and the reference point, 1.1 x the front's span beyond its nadir); ties go to
-    the smallest additive epsilon distance to that set (a row equal to one of it: last), then to
-    the lower index. An extreme is taken only if it is better than ``F`` in its objective."""
+    the smallest additive epsilon distance to that set, then to the lower index. With ``refine``,
+    an extreme is taken only if it is better than ``F`` in its objective, and a row equal to one
+    of the set comes last."""
     k = min(k, len(E))
     if k <= 0:
         return []
@@ -268,7 +271,7 @@ def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, sa
         if len(picked) < extremes:                   # first the best estimate of each objective
             j = len(picked)
             best = int(np.lexsort((np.arange(len(E)), -w, E[:, j]))[0])
-            beyond = not len(F) or E[best, j] < F[:, j].min()      # only one that extends the front
+            beyond = not refine or not len(F) or E[best, j] < F[:, j].min()   # refine: it extends the front
             if best not in picked and beyond:
                 picked.append(best)
                 uncovered &= ~dom[best]
@@ -279,7 +282,8 @@ def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, sa
         if len(S):
             diff = En[:, None, :] - S[None, :, :]
             eps = diff.max(axis=2).min(axis=1)
-            eps[(np.abs(diff).max(axis=2) <= EPS_SAME).any(axis=1)] = np.inf   # already there: last
+            if refine:                                                      # already there: last
+                eps[(np.abs(diff).max(axis=2) <= EPS_SAME).any(axis=1)] = np.inf
         gain[picked] = -1.0
         order = np.lexsort((np.arange(len(E)), eps, -gain))
         best = int(order[0])

@@ -148,12 +148,14 @@ def test_greedy_hv_takes_each_objectives_best_estimate_first_when_asked():
 
 
 def test_greedy_hv_never_takes_an_estimate_already_there_while_another_remains():
-    """Designs that differ only in knobs the objectives do not see have equal estimates: once one
-    is picked (or on the front), the others come last."""
+    """With ``refine``, designs that differ only in knobs the objectives do not see (equal
+    estimates): once one is picked (or on the front), the others come last."""
     F = np.array([[0.2, 0.2]])
     E = np.array([[0.1, 0.1], [0.1, 0.1], [0.2, 0.2], [0.5, 0.5]])
-    picked = guided.greedy_hv(E, F, 3, np.random.default_rng(0), 5000)
+    picked = guided.greedy_hv(E, F, 3, np.random.default_rng(0), 5000, refine=True)
     assert picked[:2] == [0, 3] and picked[2] in (1, 2)
-    assert guided.greedy_hv(E, F, 2, np.random.default_rng(0), 5000, extremes=2)[:1] == [0]
-    assert guided.greedy_hv(np.array([[0.3, 0.1], [0.3, 0.3]]), F, 1, np.random.default_rng(0), 5000,
-                            extremes=1) == [0]     # no estimate extends objective 0: hypervolume decides
+    assert guided.greedy_hv(E, F, 3, np.random.default_rng(0), 5000)[:2] == [0, 1]    # without: the twin
+    F2 = np.array([[0.2, 0.2], [0.5, 0.05]])
+    two = np.array([[0.21, 0.5], [0.3, 0.1]])    # the best objective-0 estimate does not extend the front
+    assert guided.greedy_hv(two, F2, 1, np.random.default_rng(0), 5000, extremes=1) == [0]
+    assert guided.greedy_hv(two, F2, 1, np.random.default_rng(0), 5000, extremes=1, refine=True) == [1]
