@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from dse.search import draw, guided, load_results, load_study, pareto, run_study
+from tests.fixtures import LATENCY_POWER_OBJECTIVES
 from tests.search.test_resume import outcome
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,17 +120,7 @@ def test_a_closed_form_study_is_guided_by_its_exact_values(tmp_path):
     f = _study(tmp_path, trials=36)
     f.write_text(f.read_text().replace('trace = "synthetic"', 'trace = "catalog"').replace(
         f'objectives = "{ROOT / "objectives" / "full.toml"}"', 'objectives = "obj.toml"'))
-    (tmp_path / "obj.toml").write_text(OBJECTIVES.split("[[objectives]]")[0] + """
-[[objectives]]
-metric = "ffn_latency_us_per_token"
-direction = "minimize"
-[[objectives]]
-metric = "pool_power_w"
-direction = "minimize"
-[[constraints]]
-metric = "die_area_mm2"
-le = "die_area_budget_mm2"
-""")
+    (tmp_path / "obj.toml").write_text(OBJECTIVES.split("[[objectives]]")[0] + LATENCY_POWER_OBJECTIVES)
     cfg = load_study(f, storage=f"sqlite:///{tmp_path / 'c.db'}")
     run_study(cfg)
     res = load_results(cfg)
