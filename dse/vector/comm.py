@@ -99,7 +99,7 @@ def _core_mesh(c: Columns, t: Table, x: dict, ran: np.ndarray, core_link: np.nda
 
 def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
     """Stage 40: per-level demand against provision, round stretch."""
-    side, B, tl, mi = c["core_side"], c["batch"], x["t_layer"], x["mi"]
+    B, tl, mi = c["batch"], x["t_layer"], x["mi"]
     d = M.hidden[mi]
     act_b, psum_b = C.act_bytes_per_element, C.psum_bytes_per_element
     core_link = core.link_gbps(c["core_mesh_link_bits"], c["noc_ghz"])

@@ -40,7 +40,6 @@ def _core_two_stage(unit_jobs, groups):
 
     Returns (rounds, streams, per-unit read-outs, overflow jobs)."""
     total = sum(unit_jobs.values())
-    pes = sum(len(g) for g in groups)
     if total == 0:
         return 0, 0, {u: 0 for u in unit_jobs}, 0
     # round budget: the smallest R whose stage-one overflow fits the stage-one idle slots

@@ -48,7 +48,6 @@ def power_w(ctx: Context, parts_mm2: dict[str, float], mfu: float, read_activity
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    m0 = ctx.metrics
     parts_mm2 = silicon_mm2(ctx)
     # activity: delivered FLOP/s and reading units follow the effective (stretched) MFU /
     # occupancy when the scheduler ran; the study's operating point (MFU 0.38, all arrays
