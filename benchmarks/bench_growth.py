@@ -110,7 +110,8 @@ def build_storage(tmp: Path, n: int) -> tuple[Path, str]:
     import optuna
     from optuna.distributions import CategoricalDistribution
     from dse.search.grid import enumerate_space, score_table
-    from dse.search.runner import constraint_keys, design_key
+    from dse.search.evaluation import design_key
+    from dse.search.stored import constraint_keys
     from dse.search.study import load_study
     from dse.vector import Columns, evaluate_columns
     study_file = tmp / f"growth-{n}.toml"
