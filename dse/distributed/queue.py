@@ -5,7 +5,8 @@
 * ``queue_grid``: the grid points, queued once per study (the creating process queues them; the
   others wait for ``dse_grid_queued``).
 * ``requeue_lost_points``: grid points left with neither a result nor a queued copy (their stale
-  trial was failed but the re-queue that follows was cut short), queued again.
+  trial was failed but the re-queue that follows was cut short), queued again;
+  ``prune_leftover_copies``: those copies still queued once the grid's target is reached.
 """
 from __future__ import annotations
 
@@ -33,19 +34,26 @@ def ask_reserved(study):
     grid); here a few of the oldest queued ids are read and claimed with optuna's own atomic
     WAITING -> RUNNING transition. Any other storage, or an empty queue, uses ``study.ask()``."""
     import optuna
-    from optuna.trial import TrialState
     rdb = oc.rdb(study)
     if rdb is not None:
         ids = oc.oldest_waiting_ids(rdb, oc.study_id(study), POP_CANDIDATES)
         random.shuffle(ids)  # many workers: do not all fight for the same oldest trial
         for tid in ids:
-            try:
-                if oc.study_storage(study).set_trial_state_values(tid, state=TrialState.RUNNING):
-                    oc.forget_cached_trials(study)
-                    return optuna.Trial(study, tid)
-            except optuna.exceptions.UpdateFinishedTrialError:
-                continue
+            if claim(study, tid):
+                oc.forget_cached_trials(study)
+                return optuna.Trial(study, tid)
     return study.ask()
+
+
+def claim(study, tid: int) -> bool:
+    """Claim the WAITING trial ``tid`` with optuna's atomic WAITING -> RUNNING transition; False if
+    another process got there first."""
+    import optuna
+    from optuna.trial import TrialState
+    try:
+        return bool(oc.study_storage(study).set_trial_state_values(tid, state=TrialState.RUNNING))
+    except optuna.exceptions.UpdateFinishedTrialError:
+        return False
 
 
 def requeue(study, trials: list, log: Callable[[str], None]) -> int:
@@ -156,12 +164,22 @@ def waiting_copy(params: dict[str, Any]):
                                      system_attrs={"fixed_params": dict(params), LOST_COPY: True})
 
 
-def leftover_copies(study) -> list[int]:
-    """Ids of the queued copies of ``requeue_lost_points`` still WAITING: once the grid's target
-    is evaluated they are beyond it (another copy of their point was evaluated)."""
+def prune_leftover_copies(study, mark: str) -> int:
+    """Record PRUNED (with the user attribute ``mark`` = True) the copies of ``requeue_lost_points``
+    still WAITING once the grid's target is evaluated: another copy of their point was evaluated,
+    so they are beyond the target; left WAITING they would stay queued for ever. Each is claimed
+    with optuna's atomic WAITING -> RUNNING first (another worker may prune it at the same time).
+    Returns how many this process pruned."""
     from optuna.trial import TrialState
-    return [oc.trial_id(t) for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
-            if t.system_attrs.get(LOST_COPY)]
+    storage, n = oc.study_storage(study), 0
+    for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        tid = oc.trial_id(t)
+        if not t.system_attrs.get(LOST_COPY) or not claim(study, tid):
+            continue
+        storage.set_trial_user_attr(tid, mark, True)
+        storage.set_trial_state_values(tid, state=TrialState.PRUNED)
+        n += 1
+    return n
 
 
 def redundant_copy(study, cfg: StudyConfig, trial) -> bool:

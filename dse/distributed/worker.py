@@ -46,7 +46,7 @@ from optuna.trial import TrialState
 
 from dse.distributed import quota
 from dse.distributed.heartbeat import Heartbeats, fail_stale, grace_period_s, heartbeat_interval_s
-from dse.distributed.queue import (ask_reserved, leftover_copies, queue_grid, redundant_copy, requeue,
+from dse.distributed.queue import (ask_reserved, prune_leftover_copies, queue_grid, redundant_copy, requeue,
                                    requeue_lost_points)
 from dse.distributed.reconnect import DEFAULT_BUDGET_S, Outage, is_connection_error, probe_storage
 from dse.distributed.signals import Shutdown
@@ -210,7 +210,7 @@ class _Worker:
                     s.complete = c.complete
                     if c.complete >= s.target:
                         if self.cfg.sampler == "grid":
-                            self._prune_leftover_copies(beats)
+                            s.surplus += prune_leftover_copies(self.study, SURPLUS_ATTR)
                         break
                     k = self._batch_size(c, max_trials)
                     if k is None:
@@ -278,23 +278,6 @@ class _Worker:
             t.set_user_attr(WORKER_ATTR, s.worker)
             out.append(t)
         return out
-
-    def _prune_leftover_copies(self, beats: Heartbeats) -> None:
-        """Record PRUNED (surplus) the re-queued copies of lost grid points still queued once the
-        grid's target is evaluated, rather than leave them WAITING for ever."""
-        from optuna.exceptions import UpdateFinishedTrialError
-        storage = oc.study_storage(self.study)
-        for tid in leftover_copies(self.study):
-            try:
-                if not storage.set_trial_state_values(tid, state=TrialState.RUNNING):
-                    continue                  # another worker claimed it first
-            except UpdateFinishedTrialError:
-                continue
-            beats.add(tid)
-            storage.set_trial_user_attr(tid, SURPLUS_ATTR, True)
-            storage.set_trial_state_values(tid, state=TrialState.PRUNED)
-            beats.discard(tid)
-            self.summary.surplus += 1
 
     def _evaluate(self, trials: list, pool: EvaluationPool, beats: Heartbeats) -> None:
         """Sample (on the in-memory mirror), evaluate (new designs only) and write one batch of

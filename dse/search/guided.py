@@ -194,7 +194,7 @@ def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
     Bmin = pareto.to_min(np.where(np.isnan(B), np.inf, B), cfg.objectives.directions)
     ok &= np.isfinite(Bmin).all(axis=1)
     if len(ev.front):
-        ok &= ~weakly_dominated(Bmin, ev.front)
+        ok &= ~pareto.weakly_dominated(Bmin, ev.front)
     idx = np.flatnonzero(ok)
     if not len(idx):
         return [draw.uniform(cfg.space, cfg.base_env(), rng) for _ in range(k)]
@@ -232,13 +232,6 @@ def estimates(cfg: Any, ev: Evaluated, params: list, B: np.ndarray, H: np.ndarra
     return est, 0.5 * (1.0 + np.vectorize(math.erf)(z))
 
 
-def weakly_dominated(P: np.ndarray, F: np.ndarray) -> np.ndarray:
-    """Rows of ``P`` weakly dominated by (or equal to) some row of ``F`` (minimisation)."""
-    if not len(F) or not len(P):
-        return np.zeros(len(P), dtype=bool)
-    return (F[None, :, :] <= P[:, None, :]).all(axis=2).any(axis=1)
-
-
 def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, samples: int,
               weight: np.ndarray | None = None, extremes: int = 0, refine: bool = False) -> list[int]:
     """Indices of up to ``k`` rows of ``E``: first the best row of each of the first ``extremes``
@@ -257,7 +250,7 @@ def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, sa
     span = np.where(hi > lo, hi - lo, 1.0)
     ref = hi + 0.1 * span
     X = lo + rng.random((samples, E.shape[1])) * (ref - lo)
-    X = X[~weakly_dominated(X, F)] if len(F) else X                 # the volume the front lacks
+    X = X[~pareto.weakly_dominated(X, F)] if len(F) else X                 # the volume the front lacks
     dom = np.ones((len(E), len(X)), dtype=bool)                     # candidate covers sample
     for j in range(E.shape[1]):
         dom &= E[:, j, None] <= X[None, :, j]

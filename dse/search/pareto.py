@@ -42,6 +42,13 @@ def to_min(values: np.ndarray, directions: Sequence[str]) -> np.ndarray:
     return F
 
 
+def weakly_dominated(P: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """Rows of ``P`` weakly dominated by (or equal to) some row of ``F`` (minimisation)."""
+    if not len(F) or not len(P):
+        return np.zeros(len(P), dtype=bool)
+    return (F[None, :, :] <= P[:, None, :]).all(axis=2).any(axis=1)
+
+
 PAIRWISE_MAX_ROWS = 256     # larger finite arrays take the sort-based filter (same mask)
 
 
