@@ -55,6 +55,10 @@ class DaskPool:
     def submit(self, fn: Callable[..., Any], design: Mapping[str, Any], models: Sequence[str]):
         return self.client.submit(self.call, fn, dict(design), tuple(models), pure=False)
 
+    def pending(self, handle) -> bool:
+        """True while the cluster still computes the evaluation."""
+        return not handle.done()
+
     def result(self, handle) -> Any:
         try:
             return handle.result()

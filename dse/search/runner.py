@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from dse.errors import ConfigError
-from dse.search.evaluation import EvaluationPool, Evaluator, evaluate_design, make_pool
+from dse.search.evaluation import EvaluationPool, Evaluator, evaluate_design, make_pool, quick_dispatch
 from dse.search.fidelity import screen_for
 from dse.search.grid_queue import grid_queue, waiting_params
 from dse.search.mirror import StudyMirror
@@ -39,6 +39,9 @@ from dse.search.sqlite_guard import driver_lock
 from dse.search.storage import open_study, quiet_optuna, storage_label, study_sqlite_path
 from dse.search.study import StudyConfig
 from dse.search.trials import Batch, DesignCache, too_many_failures
+
+
+WRITE_AHEAD_MIN_TRIALS = 4   # told trials written while the driver waits for a worker (see _Unwritten)
 
 
 @dataclass
@@ -129,35 +132,36 @@ class _Run:
             warm.wait(self.tracing or warm.submit_traces(cfg, pool), pool)
             self.warming = warm.submit_placements(cfg, pool)     # queued ahead of the first batch
         batches = 0
-        try:
-            while self.complete < s.target and (max_batches is None or batches < max_batches):
-                if batches:
-                    for t in self.mirror.sync():                   # trials other processes finished meanwhile
-                        self.finished.append(t)
-                        if self.cache.add_trial(t):
-                            self.complete += 1
-                            self.feasible += bool(t.user_attrs.get("dse", {}).get("feasible"))
-                    if self.complete >= s.target:
+        with quick_dispatch(self.jobs != 1 or backend != "loky"):   # workers served at once
+            try:
+                while self.complete < s.target and (max_batches is None or batches < max_batches):
+                    if batches:
+                        for t in self.mirror.sync():                   # trials other processes finished meanwhile
+                            self.finished.append(t)
+                            if self.cache.add_trial(t):
+                                self.complete += 1
+                                self.feasible += bool(t.user_attrs.get("dse", {}).get("feasible"))
+                        if self.complete >= s.target:
+                            break
+                    k, skip = self._batch_size(max_evaluations)
+                    if k <= 0:
                         break
-                k, skip = self._batch_size(max_evaluations)
-                if k <= 0:
-                    break
-                self._run_batch(k, skip, pool)
-                batches += 1
-                if on_batch is not None:
-                    on_batch(self._progress_line())
-                if too_many_failures(s.errors, s.new_trials):
-                    raise ConfigError(f"{cfg.source}: {s.errors} of {s.new_trials} evaluations failed "
-                                      f"(first: {s.first_error}); stopping")
-        except KeyboardInterrupt:
-            s.interrupted = True
-            raise
-        finally:
-            pool.close()
-            if self.bar is not None:
-                self.bar.close()
-            s.complete, s.feasible = self.complete, self.feasible
-            s.elapsed_s = time.perf_counter() - self.t0
+                    self._run_batch(k, skip, pool)
+                    batches += 1
+                    if on_batch is not None:
+                        on_batch(self._progress_line())
+                    if too_many_failures(s.errors, s.new_trials):
+                        raise ConfigError(f"{cfg.source}: {s.errors} of {s.new_trials} evaluations failed "
+                                          f"(first: {s.first_error}); stopping")
+            except KeyboardInterrupt:
+                s.interrupted = True
+                raise
+            finally:
+                pool.close()
+                if self.bar is not None:
+                    self.bar.close()
+                s.complete, s.feasible = self.complete, self.feasible
+                s.elapsed_s = time.perf_counter() - self.t0
         s.exhausted = self.grid is not None and not self.grid
         return s
 
@@ -193,26 +197,21 @@ class _Run:
         self._check_replay(batch.replayed, self.finished[start:])
         s.evaluations += batch.evaluations
         first = self.mirror.next_number()     # None: each trial written as told
-        unwritten: list = []
+        unwritten = None if first is None else _Unwritten(self.mirror, self.cache, first)
+        batch.before_wait = None if unwritten is None else unwritten.write_ahead
         try:
             for told in batch:
-                self._tell(told, first, unwritten)
+                self._tell(told, unwritten)
         finally:                              # Ctrl-C, an error: what was told is kept
-            if unwritten:
-                shift = self.mirror.write_batch(unwritten, first)
-                if shift:
-                    self.cache.renumber(first, shift)
+            if unwritten is not None:
+                unwritten.write()
 
-    def _tell(self, told, first: int | None, unwritten: list) -> None:
-        """Tell one trial of the batch and write it (``first`` None), else number it from
-        ``first`` and keep it in ``unwritten`` (the batch is written in one transaction)."""
+    def _tell(self, told, unwritten: "_Unwritten | None") -> None:
+        """Tell one trial of the batch and write it (``unwritten`` None), else number it and keep
+        it in ``unwritten`` (written in one transaction with the rest of the batch, or ahead)."""
         cfg, s = self.cfg, self.summary
         ft = self.mirror.tell(told.trial, told.values)
-        if first is None:
-            number = self.mirror.write(told.trial, ft)
-        else:
-            number = first + len(unwritten)
-            unwritten.append(ft)
+        number = self.mirror.write(told.trial, ft) if unwritten is None else unwritten.add(ft)
         self.finished.append(ft)          # as written (the next batch's sampler starts from these)
         if told.screened:
             s.screened += 1
@@ -262,6 +261,38 @@ class _Run:
         return {"complete": self.complete, "target": self.summary.target, "feasible": self.feasible,
                 "front": len(front), "elapsed_s": time.perf_counter() - self.t0,
                 "new_trials": self.summary.new_trials}
+
+
+class _Unwritten:
+    """Told trials of a batch not yet written, numbered from ``first``: the persistent number
+    the next one takes if nothing else writes to the study meanwhile (``write`` corrects it, and
+    the cache, by the shift the storage reports)."""
+
+    def __init__(self, mirror: StudyMirror, cache: DesignCache, first: int):
+        self.mirror, self.cache, self.first, self.fts = mirror, cache, first, []
+
+    def add(self, ft) -> int:
+        """Keep the told trial ``ft``; its persistent number."""
+        self.fts.append(ft)
+        return self.first + len(self.fts) - 1
+
+    def write(self) -> None:
+        """Write the trials kept, in one transaction."""
+        if not self.fts:
+            return
+        shift = self.mirror.write_batch(self.fts, self.first)
+        if shift:
+            self.cache.renumber(self.first, shift)
+        self.first += shift + len(self.fts)
+        self.fts = []
+
+    def write_ahead(self) -> None:
+        """The driver is about to wait for a result computed elsewhere: write what is kept now
+        (once there are ``WRITE_AHEAD_MIN_TRIALS``), rather than all of it once the batch is told,
+        while every worker waits for the next batch (a transaction costs ~1.2 ms + 0.26 ms per
+        trial on SQLite)."""
+        if len(self.fts) >= WRITE_AHEAD_MIN_TRIALS:
+            self.write()
 
 
 def front_trials(trials: list, directions: list[str]) -> list:

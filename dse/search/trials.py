@@ -158,6 +158,7 @@ class Batch:
         self.replayed: list[Any] = []
         self.pending: dict[str, Any] = {}
         self.screened: dict[str, Any] = {}
+        self.before_wait: Callable[[], None] | None = None   # called before waiting for another process
         for t in trials:              # trials may be asked lazily: evaluations start meanwhile
             d = cfg.design(cfg.space.suggest(t, env))
             if len(self.replayed) < skip:
@@ -188,6 +189,9 @@ class Batch:
             if hit is not None:
                 outcome, dup = Outcome(metrics=hit.metrics), hit.trial
             else:
-                outcome, dup = self.pool.result(self.pending[key]), None
+                handle = self.pending[key]
+                if self.before_wait is not None and self.pool.pending(handle):
+                    self.before_wait()
+                outcome, dup = self.pool.result(handle), None
             values = record(self.cfg, t, key, d, outcome, duplicate_of=dup)
             yield Told(t, key, d, outcome, dup, values)
