@@ -47,7 +47,7 @@ class StudyMirror:
         new = []
         if states is None and self._unchanged():
             return new
-        for t in self.pstudy.get_trials(deepcopy=False):
+        for t in optuna_compat.all_trials(self.pstudy):
             tid = optuna_compat.trial_id(t)
             if tid in self.seen:
                 continue

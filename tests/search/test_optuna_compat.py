@@ -186,3 +186,74 @@ def test_add_finished_trials_writes_a_batch_numbered_after_the_study(rdb_study):
         assert got.params == ft.params and got.distributions == ft.distributions
         assert got.user_attrs == ft.user_attrs and dict(got.constraints) == dict(ft.constraints)
     assert [t.number for t in study.get_trials(deepcopy=False)] == [0, 1, 2, 3]
+
+
+def _varied_trials(study) -> None:
+    """Trials of every state, parameter type and non-finite value optuna stores."""
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+    dists = {"f": FloatDistribution(0.1, 10, log=True), "s": FloatDistribution(0, 1, step=0.25),
+             "i": IntDistribution(1, 64, log=True), "c": CategoricalDistribution([None, True, "a", 2.5, 3])}
+    for k, (vals, state) in enumerate([([1.0, 2.0], TrialState.COMPLETE), ([float("inf"), -float("inf")], TrialState.COMPLETE),
+                                       (None, TrialState.FAIL), (None, TrialState.PRUNED), (None, TrialState.RUNNING)]):
+        t = study.ask(dists)
+        t.set_user_attr("dse", {"design": {"core_side": k}, "metrics": {"m": {"x": [1, None, 2.5]}}, "ok": k % 2 == 0})
+        t.set_user_attr("design_key", f"k{k}")
+        storage = oc.study_storage(study)
+        storage.set_trial_system_attr(oc.trial_id(t), "constraints", [0.0, float(k)])
+        if k == 3:
+            storage.set_trial_intermediate_value(oc.trial_id(t), 0, 0.5)
+            storage.set_trial_intermediate_value(oc.trial_id(t), 3, float("inf"))
+        if state == TrialState.COMPLETE:
+            study.tell(t, vals)
+        elif state != TrialState.RUNNING:
+            study.tell(t, state=state)
+    study.enqueue_trial({"f": 2.0, "c": "a"}, user_attrs={"queued": 1})
+    study.add_trial(optuna.trial.create_trial(values=[0.0, 1.0], params={"x": 0.5}, distributions={"x": FloatDistribution(0, 1)}))
+
+
+def _check_read_trials(study, storage) -> None:
+    _varied_trials(study)
+    want = storage.get_all_trials(oc.study_id(study), deepcopy=False)
+    got = oc.read_trials(storage, oc.study_id(study))
+    assert len(want) == len(got) == 7
+    for w, g in zip(want, got):
+        assert g == w and g.params == w.params and g.distributions == w.distributions
+        assert [type(v) for v in g.params.values()] == [type(v) for v in w.params.values()]
+        assert oc.trial_id(g) == oc.trial_id(w)
+    assert got[1].values == [float("inf"), -float("inf")] and got[3].intermediate_values == {0: 0.5, 3: float("inf")}
+    assert oc.all_trials(study) == want
+
+
+@pytest.fixture
+def far_timezone(monkeypatch):
+    """Local time 5:30 ahead of UTC (optuna 5 stores UTC and gives local time)."""
+    import time
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_read_trials_equals_optunas_on_sqlite(rdb_study, far_timezone):
+    _check_read_trials(*rdb_study)
+
+
+@pytest.mark.postgres
+def test_read_trials_equals_optunas_on_postgresql(postgres_url):
+    from optuna.storages import RDBStorage
+    with quiet_optuna():
+        storage = RDBStorage(postgres_url)
+        study = optuna.create_study(study_name=f"read-{np.random.default_rng().integers(1 << 40)}", storage=storage,
+                                    directions=["minimize", "maximize"])
+    try:
+        _check_read_trials(study, storage)
+    finally:
+        optuna.delete_study(study_name=study.study_name, storage=storage)
+
+
+def test_all_trials_of_a_journal_or_in_memory_study_are_optunas(tmp_path):
+    with quiet_optuna():
+        study = optuna.create_study(directions=["minimize", "maximize"])
+        _varied_trials(study)
+        assert oc.all_trials(study) == study.get_trials(deepcopy=False)
