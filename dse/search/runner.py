@@ -277,14 +277,15 @@ class _Unwritten:
         return self.first + len(self.fts) - 1
 
     def write(self) -> None:
-        """Write the trials kept, in one transaction."""
-        if not self.fts:
+        """Write the trials kept, in one transaction. They are let go first: a write interrupted
+        (Ctrl-C inside it) is not tried again, so its trials end written or not, never twice."""
+        fts, self.fts = self.fts, []
+        if not fts:
             return
-        shift = self.mirror.write_batch(self.fts, self.first)
+        shift = self.mirror.write_batch(fts, self.first)
         if shift:
             self.cache.renumber(self.first, shift)
-        self.first += shift + len(self.fts)
-        self.fts = []
+        self.first += shift + len(fts)
 
     def write_ahead(self) -> None:
         """The driver is about to wait for a result computed elsewhere: write what is kept now

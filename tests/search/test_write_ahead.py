@@ -100,3 +100,30 @@ def test_a_write_between_two_writes_of_a_batch_moves_the_rest_of_it(tmp_path, mo
             assert r.outcome == f"repeat of trial {r.duplicate_of}"
     keys = [r.design_key for r in recs if r.design_key and r.duplicate_of is None and r.stored != "FAIL"]
     assert len(keys) == len(set(keys))                # each design evaluated (and stored first) once
+
+
+def test_ctrl_c_inside_a_write_ahead_writes_nothing_twice(tmp_path, monkeypatch, always_waiting):
+    """Ctrl-C arriving just after a write ahead committed: the batch's trials are each stored
+    once, and the resumed run ends with the trials of an uninterrupted one."""
+    ref = _study(tmp_path / "ref")
+    run_study(ref, evaluator=fake_eval)
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    cfg = _study(tmp_path / "k", storage=url)
+    real, hit = StudyMirror.write_batch, []
+
+    def write_batch(self, fts, first):
+        shift = real(self, fts, first)
+        if first >= 16 and not hit:                    # inside batch 2, once written
+            hit.append(first)
+            raise KeyboardInterrupt
+        return shift
+    monkeypatch.setattr(StudyMirror, "write_batch", write_batch)
+    with pytest.raises(KeyboardInterrupt):
+        run_study(cfg, jobs=2, evaluator=slow_eval)
+    stored = _stored(cfg)
+    assert hit and 16 < len(stored) < 32
+    assert [r[0] for r in stored] == list(range(len(stored)))
+    assert stored == _stored(ref)[:len(stored)]        # each told trial once, as the reference has it
+    monkeypatch.setattr(StudyMirror, "write_batch", real)
+    run_study(cfg, jobs=2, evaluator=slow_eval)
+    assert _stored(cfg) == _stored(ref)
