@@ -44,14 +44,17 @@ Metrics not listed in ``KINDS`` have no bound: the screen never uses them.
 """
 from __future__ import annotations
 
+import functools
 import math
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
 from dse.catalog import MoEModel
 from dse.hardware import cost, network, power
+from dse.mapping import placement
 from dse.performance import latency
 from dse.workload.window import BoundedCache, workload
 
@@ -96,10 +99,58 @@ class TraceStats:
     layer_jobs: np.ndarray        # [layers] J summed over the steps
     layer_hottest_jobs: np.ndarray  # [layers] max_e of the jobs of expert e summed over the steps
 
-    @property
+    @functools.cached_property
+    def total_jobs(self) -> float:
+        """J summed over the window."""
+        return float(self.jobs.sum())
+
+    @functools.cached_property
     def ideal_mfu(self) -> float:
         """T / (w J) of the window (the scheduler's ratio of sums)."""
-        return self.tokens / (self.tile_width * max(1.0, float(self.jobs.sum())))
+        return self.tokens / (self.tile_width * max(1.0, self.total_jobs))
+
+    def occupancy(self, pe_tiles: int, expert_tiles: int, fetch: str) -> float:
+        """``occupancy_bound`` of this window, memoised (few distinct domains among many designs)."""
+        key = (pe_tiles, expert_tiles, fetch)
+        hit = self._occupancy.get(key)
+        if hit is None:
+            hit = self._occupancy[key] = occupancy_bound(self, pe_tiles, expert_tiles, fetch)
+        return hit
+
+    @functools.cached_property
+    def _occupancy(self) -> dict[tuple, float]:
+        return {}
+
+
+class DomainExtent(NamedTuple):
+    """What the bounds read of a layer's scheduling domain (``dse.mapping.placement.Domain``)."""
+    units: int                    # PE tiles P
+    max_group_units: int          # units of its largest PE group
+    max_core_units: int           # units of its largest core
+
+    @classmethod
+    def of(cls, dom) -> "DomainExtent":
+        return cls(dom.units, max(dom.group_units), max(dom.core_units))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def domain_extent(n_experts: int, core_side: int, groups_per_core: int, die_units_x: int, die_units_y: int,
+                  core_remainder: str, layout: str) -> DomainExtent:
+    """``DomainExtent.of(placement.domain(...))`` without building the domain's unit lists: its cores
+    are ``placement.domain``'s, and a core of u units has groups of the sizes of the runs of
+    floor(i G / side^2), i < u."""
+    per_die = placement.die_core_units(core_side, die_units_x, die_units_y, core_remainder)
+    if layout not in placement.LAYOUTS or sum(per_die) == 0:        # raises as the domain does
+        return DomainExtent.of(placement.domain(n_experts, core_side, groups_per_core, die_units_x,
+                                                die_units_y, core_remainder, layout))
+    if layout == "packed":
+        cores = [u for die in placement.packed_cores(n_experts, per_die) for u in die]
+    else:
+        cores = per_die * max(1, math.ceil(n_experts / sum(per_die)))
+    full = core_side * core_side
+    g = max(1, min(groups_per_core, full))
+    largest = max(max(Counter(i * g // full for i in range(u)).values(), default=0) for u in set(cores))
+    return DomainExtent(sum(cores), largest, max(cores))
 
 
 def trace_stats(point, model: MoEModel) -> TraceStats:
@@ -140,7 +191,7 @@ def rounds_bound(stats: TraceStats, pe_tiles: int, expert_tiles: int, fetch: str
 def occupancy_bound(stats: TraceStats, pe_tiles: int, expert_tiles: int, fetch: str) -> float:
     """Upper bound of occupancy J / (P R) (see ``rounds_bound``); at most 1."""
     r = rounds_bound(stats, pe_tiles, expert_tiles, fetch)
-    return min(1.0, float(stats.jobs.sum()) / (pe_tiles * r)) if r > 0 else 0.0
+    return min(1.0, stats.total_jobs / (pe_tiles * r)) if r > 0 else 0.0
 
 
 def die_power_floor_w(cf: Mapping[str, Any], active_units: int, core_side: int) -> float:
@@ -165,11 +216,12 @@ def delivered_energy_floor_uj(cf: Mapping[str, Any], pool_floor_w: float, t_deli
     return pool_floor_w * t_delivered_us + busy_w * t_peak
 
 
-def bound_metrics(cf: Mapping[str, Any], point, model: MoEModel, stats: TraceStats, domain) -> dict[str, Any]:
+def bound_metrics(cf: Mapping[str, Any], point, model: MoEModel, stats: TraceStats, extent: DomainExtent
+                  ) -> dict[str, Any]:
     """Closed-form bounds (see ``KINDS``) of the trace-driven metrics of ``point`` on ``model``,
     from its closed-form metrics ``cf`` (a ``dse.vector`` row), the workload's statistics and the
-    layer's scheduling ``domain`` (``dse.mapping.placement.Domain``); an infeasible design keeps
-    only its feasibility and the metrics its closed form has."""
+    ``extent`` of the layer's scheduling domain; an infeasible design keeps only its feasibility
+    and the metrics its closed form has."""
     out: dict[str, Any] = {"feasible": cf["feasible"], "infeasible_reason": cf.get("infeasible_reason", "")}
     out.update({m: cf[m] for m in _EXACT_METRICS if cf.get(m) is not None})
     out.update({f"closed_form_{h}": cf[h] for h in HINTS if cf.get(h) is not None})
@@ -179,8 +231,8 @@ def bound_metrics(cf: Mapping[str, Any], point, model: MoEModel, stats: TraceSta
         return out
     hop = cf["stretch_hop_factor"]
     ideal = stats.ideal_mfu
-    expert_tiles = max(domain.group_units) if point.pooling == "direct" else max(domain.core_units)
-    occ = occupancy_bound(stats, domain.units, expert_tiles, point.fetch)
+    expert_tiles = extent.max_group_units if point.pooling == "direct" else extent.max_core_units
+    occ = stats.occupancy(extent.units, expert_tiles, point.fetch)
     eff = ideal * occ / hop
     if eff <= 0:                                       # a window without a token: nothing to bound
         return out

@@ -62,18 +62,87 @@ class Draw:
         return float(self.rng.uniform(low, high))
 
 
+_MISSING = object()
+
+
+class _Compiled:
+    """What ``Space.suggest`` recomputes for every point, computed once per space: the knobs an
+    expression bound reads, the choices as a list, and (low, high, step) memoised on the values
+    of those knobs (``Space.bounds`` is a function of them alone). ``suggest`` asks the trial the
+    same questions in the same order as ``Space.suggest``, so a generator draws the same stream."""
+
+    MAX_MEMO = 1 << 14
+
+    def __init__(self, space: Space):
+        self.space = space
+        self.dims = []
+        for d in space.dims:
+            refs: set[str] = set()
+            for b in (d.low, d.high, d.step):
+                if b is not None:
+                    refs |= b.refs
+            self.dims.append((d, tuple(sorted(refs)), list(d.choices)))
+        self.names = space.searched_names
+        self.memo: dict[tuple, tuple] = {}
+
+    def bounds(self, d, refs: tuple[str, ...], env: Mapping[str, Any]) -> tuple:
+        key = (d.name, *[(env.get(r, _MISSING), type(env.get(r, _MISSING))) for r in refs])
+        hit = self.memo.get(key)
+        if hit is None:
+            hit = self.space.bounds(d, env)           # a bound out of range raises: never memoised
+            if len(self.memo) >= self.MAX_MEMO:
+                self.memo.clear()
+            self.memo[key] = hit
+        return hit
+
+    def suggest(self, trial: Any, base: Mapping[str, Any]) -> dict[str, Any]:
+        """``Space.suggest(trial, base)``, restricted to the searched knobs (``searched``)."""
+        env = dict(base)
+        out: dict[str, Any] = {}
+        for d, refs, choices in self.dims:
+            if d.type == "fixed":
+                env[d.name] = d.value
+                continue
+            if d.when and not d.active(env):
+                continue
+            if d.type == "categorical":
+                v = trial.suggest_categorical(d.name, choices)
+            else:
+                lo, hi, step = self.bounds(d, refs, env)
+                if d.type == "int":
+                    v = trial.suggest_int(d.name, lo, hi, step=step or 1, log=d.log)
+                else:
+                    v = trial.suggest_float(d.name, lo, hi, step=step, log=d.log)
+            env[d.name] = out[d.name] = v
+        return out
+
+
+_COMPILED: dict[int, _Compiled] = {}
+
+
+def compiled(space: Space) -> _Compiled:
+    """The space's ``_Compiled`` form (kept for the last few spaces seen)."""
+    c = _COMPILED.get(id(space))
+    if c is None or c.space is not space:
+        if len(_COMPILED) >= 8:
+            _COMPILED.clear()
+        c = _COMPILED[id(space)] = _Compiled(space)
+    return c
+
+
 def uniform(space: Space, base: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
     """One point of ``space`` drawn uniformly (knob by knob) over its legal values."""
-    return searched(space, space.suggest(Draw(rng), base))
+    return compiled(space).suggest(Draw(rng), base)
 
 
 def mutant(space: Space, base: Mapping[str, Any], rng: np.random.Generator, parent: Mapping[str, Any],
            max_knobs: int = 3) -> dict[str, Any]:
     """``parent`` with 1..``max_knobs`` of its searched knobs drawn afresh (see the module docstring)."""
-    names = space.searched_names
+    c = compiled(space)
+    names = c.names
     k = int(rng.integers(1, min(max_knobs, len(names)) + 1))
     pick = [names[i] for i in rng.choice(len(names), size=k, replace=False)]
-    return searched(space, space.suggest(Draw(rng, parent, pick), base))
+    return c.suggest(Draw(rng, parent, pick), base)
 
 
 def searched(space: Space, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,7 +166,7 @@ def is_legal(space: Space, base: Mapping[str, Any], params: Mapping[str, Any]) -
     """Whether ``params`` are exactly the searched knobs of a point of ``space`` (every active knob
     present with a legal value, no other knob)."""
     try:
-        kept = searched(space, space.suggest(Draw(_NoDraw(), params), base))   # type: ignore[arg-type]
+        kept = compiled(space).suggest(Draw(_NoDraw(), params), base)   # type: ignore[arg-type]
     except _Illegal:
         return False
     return kept == dict(params)

@@ -86,8 +86,11 @@ class Columns:
     @classmethod
     def from_points(cls, points: Sequence[DesignPoint]) -> "Columns":
         """Build from validated design points (their trace knobs are ignored)."""
-        dicts = [p.to_dict(resolved=True) for p in points]
-        return cls.from_values({k: [d[k] for d in dicts] for k in KNOBS}, len(dicts))
+        # = [p.to_dict(resolved=True)[k] for p in points] per knob, without copying every point
+        values = {k: [getattr(p, k) for p in points] for k in KNOBS}
+        values["pe_groups_per_core"] = [p.groups for p in points]
+        values["batch"] = [p.run_batch for p in points]
+        return cls.from_values(values, len(points))
 
 
 def _column(name: str, v: Any, n: int) -> np.ndarray:

@@ -86,6 +86,22 @@ class Table:
             out.setdefault(k, None)
         return out
 
+    def rows(self) -> list[dict[str, Any]]:
+        """``[row(i) for i in range(n)]``, converted column by column (equal dicts, same key order)."""
+        cols = [(name, _py_list(arr, self.kinds[name], self.n), None if self.present[name] is None
+                 else self.present[name].tolist()) for name, arr in self.values.items()]
+        feasible = self.feasible.tolist()
+        reasons = [(rows.tolist(), fmt) for rows, fmt in self.reasons]
+        out = []
+        for i in range(self.n):
+            d = {name: vals[i] for name, vals, w in cols if w is None or w[i]}
+            d["feasible"] = feasible[i]
+            d["infeasible_reason"] = "; ".join(fmt(i) for rows, fmt in reasons if rows[i])
+            for k in self.guaranteed:
+                d.setdefault(k, None)
+            out.append(d)
+        return out
+
     def metric_names(self) -> Iterable[str]:
         return self.values.keys()
 
@@ -98,6 +114,17 @@ def _kind(arr: np.ndarray) -> str:
     if arr.dtype == object or arr.dtype.kind == "U":
         return STR
     return FLOAT
+
+
+def _py_list(arr: np.ndarray, kind: str, n: int) -> list[Any]:
+    """``[_py(arr[i], kind) for i in range(n)]``, with numpy's own conversion where it is the same."""
+    if kind == NONE:
+        return [None] * n
+    if kind == FLOAT:
+        return arr.astype(np.float64).tolist()
+    if kind == INT and arr.dtype.kind in "iu" or kind == BOOL and arr.dtype == bool:
+        return arr.tolist()
+    return [_py(arr[i], kind) for i in range(n)]
 
 
 def _py(v: Any, kind: str) -> Any:

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from dse.search import bounds
 from dse.search.evaluation import evaluate_design
-from dse.search.fidelity import closed_form_bounds, valid_for_constraint, valid_for_objective
+from dse.mapping.placement import domain
+from dse.search.fidelity import (closed_form_bounds, closed_form_bounds_many, closed_form_bounds_reference,
+                                 valid_for_constraint, valid_for_objective)
 from dse.search.objectives import load_objectives
 from dse.search.space import load_space
 from dse.spec import DesignPoint
@@ -66,3 +68,46 @@ def test_bounds_are_never_better_than_the_trace_driven_value(data):
         _check(name, b, traced[name], f"{design}")
         checked += 1
     assert checked >= 20 or not traced["feasible"]
+
+
+def _same(a, b, where: str) -> None:
+    assert list(a) == list(b), f"{where}: keys differ: {sorted(set(a) ^ set(b))}"
+    for k, x in a.items():
+        y = b[k]
+        assert type(x) is type(y), f"{where}: {k}: {x!r} vs {y!r}"
+        assert x == y or (isinstance(x, float) and math.isnan(x) and math.isnan(y)), f"{where}: {k}: {x!r} vs {y!r}"
+
+
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_many_designs_at_once_equal_the_row_by_row_reference(data):
+    """``closed_form_bounds_many`` (columns converted at once, memoised domain extents and window
+    statistics) equals ``closed_form_bounds_reference`` bit for bit, on mixed workloads, layouts
+    and closed-form (catalog) points, in one table."""
+    designs = []
+    for _ in range(data.draw(st.integers(1, 12), label="designs")):
+        workload = {"batch": data.draw(st.sampled_from([16, 128, None]), label="batch"),
+                    "trace": data.draw(st.sampled_from(["synthetic", "catalog"]), label="trace"),
+                    "layer_layout": data.draw(st.sampled_from(["interleaved", "packed"]), label="layout")}
+        workload = {k: v for k, v in workload.items() if v is not None}
+        models = data.draw(st.lists(st.sampled_from(["qwen3.5-35b-a3b", "qwen3-30b-a3b"]), min_size=1,
+                                    max_size=2, unique=True), label="models")
+        design = {**FULL.suggest(DrawTrial(data), {**workload, "model": models[0]}), **workload}
+        designs.append({m: DesignPoint.from_dict({**design, "model": m}) for m in models})
+    fast, ref = closed_form_bounds_many(designs), closed_form_bounds_reference(designs)
+    assert len(fast) == len(ref) == len(designs)
+    for i, (a, b) in enumerate(zip(ref, fast)):
+        assert list(a) == list(b)
+        for m in a:
+            _same(a[m], b[m], f"design {i} on {m}")
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(experts=st.sampled_from([8, 128, 256, 512]), side=st.integers(1, 8), groups=st.integers(1, 70),
+       x=st.sampled_from([8, 12, 16, 20, 24]), y=st.sampled_from([8, 12, 16, 20, 24]),
+       rem=st.sampled_from(["partial", "idle"]), layout=st.sampled_from(["interleaved", "packed"]))
+def test_domain_extent_equals_the_built_domain(experts, side, groups, x, y, rem, layout):
+    dom = domain(experts, side, groups, x, y, rem, layout)
+    assert bounds.domain_extent(experts, side, groups, x, y, rem, layout) == (
+        dom.units, max(dom.group_units), max(dom.core_units))
