@@ -145,6 +145,20 @@ def mutant(space: Space, base: Mapping[str, Any], rng: np.random.Generator, pare
     return c.suggest(Draw(rng, parent, pick), base)
 
 
+def reference_uniform(space: Space, base: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    """``uniform`` through ``Space.suggest`` (the slow reference of the compiled path)."""
+    return searched(space, space.suggest(Draw(rng), base))
+
+
+def reference_mutant(space: Space, base: Mapping[str, Any], rng: np.random.Generator, parent: Mapping[str, Any],
+                     max_knobs: int = 3) -> dict[str, Any]:
+    """``mutant`` through ``Space.suggest`` (the slow reference of the compiled path)."""
+    names = space.searched_names
+    k = int(rng.integers(1, min(max_knobs, len(names)) + 1))
+    pick = [names[i] for i in rng.choice(len(names), size=k, replace=False)]
+    return searched(space, space.suggest(Draw(rng, parent, pick), base))
+
+
 def searched(space: Space, values: Mapping[str, Any]) -> dict[str, Any]:
     """The searched knobs of ``values`` (what a trial's ``params`` hold)."""
     keep = {d.name for d in space.dims if d.searched}

@@ -32,17 +32,6 @@ ODD = space_from_dict({"params": {
 }}, source="odd")
 
 
-def _slow_uniform(space, base, rng):
-    return draw.searched(space, space.suggest(draw.Draw(rng), base))
-
-
-def _slow_mutant(space, base, rng, parent, max_knobs=3):
-    names = space.searched_names
-    k = int(rng.integers(1, min(max_knobs, len(names)) + 1))
-    pick = [names[i] for i in rng.choice(len(names), size=k, replace=False)]
-    return draw.searched(space, space.suggest(draw.Draw(rng, parent, pick), base))
-
-
 def _stream(space, base, seed, uniform, mutant, n=60):
     rng = np.random.default_rng(seed)
     out = [uniform(space, base, rng) for _ in range(n)]
@@ -55,7 +44,7 @@ def _stream(space, base, seed, uniform, mutant, n=60):
 def test_fast_draws_equal_the_space_suggest_reference(seed, space):
     base = load_study(ROOT / "studies" / "full.toml").base_env()
     assert _stream(space, base, seed, draw.uniform, draw.mutant) == _stream(
-        space, base, seed, _slow_uniform, _slow_mutant)
+        space, base, seed, draw.reference_uniform, draw.reference_mutant)
 
 
 def test_a_bound_out_of_range_still_raises_every_time():
