@@ -52,7 +52,7 @@ from dse.distributed.reconnect import DEFAULT_BUDGET_S, Outage, is_connection_er
 from dse.distributed.signals import Shutdown
 from dse.errors import ConfigError, DSEError
 from dse.search import optuna_compat as oc
-from dse.search.evaluation import EvaluationPool, evaluate_design
+from dse.search.evaluation import EvaluationPool, evaluate_design, quick_dispatch
 from dse.search.mirror import StudyMirror
 from dse.search.samplers import make_sampler
 from dse.search.storage import finish_trial, open_storage, open_study, quiet_optuna, storage_label
@@ -194,7 +194,7 @@ class _Worker:
         last_sweep = 0.0
         waiting_note = False
         try:
-            with Heartbeats(self.storage, self.interval, log=self.log) as beats:
+            with Heartbeats(self.storage, self.interval, log=self.log) as beats, quick_dispatch(self.jobs != 1):
                 while True:
                     if shutdown.requested:
                         s.stopped_by, s.signum = "signal", shutdown.signum
