@@ -19,6 +19,36 @@ import numpy as np
 from dse.search.space import Space
 
 
+def legal_int(x: Any, low: int, high: int, step: int) -> bool:
+    """Whether ``x`` is a value of the int knob's range and step."""
+    return low <= x <= high and (x - low) % step == 0
+
+
+def legal_float(x: Any, low: float, high: float, step: float | None) -> bool:
+    """Whether ``x`` is a value of the float knob's range (and grid, with a step)."""
+    if not low <= x <= high:
+        return False
+    return step is None or abs((x - low) / step - round((x - low) / step)) < 1e-9
+
+
+def fresh_int(rng: np.random.Generator, low: int, high: int, step: int, log: bool) -> int:
+    """An int knob drawn uniformly over its values (log-uniform on a log scale)."""
+    if log:                                   # optuna: a log-scale int has step 1 and low >= 1
+        x = math.exp(rng.uniform(math.log(low), math.log(high + 1)))
+        return int(min(high, max(low, math.floor(x))))
+    return int(low + step * rng.integers((high - low) // step + 1))
+
+
+def fresh_float(rng: np.random.Generator, low: float, high: float, step: float | None, log: bool) -> float:
+    """A float knob drawn uniformly over its grid or range (log-uniform on a log scale)."""
+    if step is not None:
+        n = int(math.floor((high - low) / step + 1e-9))
+        return float(f"{low + step * int(rng.integers(n + 1)):.12g}")
+    if log:
+        return float(math.exp(rng.uniform(math.log(low), math.log(high))))
+    return float(rng.uniform(low, high))
+
+
 class Draw:
     """A stand-in for an optuna trial that ``Space.suggest`` asks (see the module docstring)."""
 
@@ -37,29 +67,13 @@ class Draw:
         return v if ok else choices[int(self.rng.integers(len(choices)))]
 
     def suggest_int(self, name: str, low: int, high: int, step: int = 1, log: bool = False) -> int:
-        ok, v = self._kept(name, lambda x: low <= x <= high and (x - low) % step == 0)
-        if ok:
-            return int(v)
-        if log:                                   # optuna: a log-scale int has step 1 and low >= 1
-            x = math.exp(self.rng.uniform(math.log(low), math.log(high + 1)))
-            return int(min(high, max(low, math.floor(x))))
-        return int(low + step * self.rng.integers((high - low) // step + 1))
+        ok, v = self._kept(name, lambda x: legal_int(x, low, high, step))
+        return int(v) if ok else fresh_int(self.rng, low, high, step, log)
 
     def suggest_float(self, name: str, low: float, high: float, step: float | None = None,
                       log: bool = False) -> float:
-        def legal(x: float) -> bool:
-            if not low <= x <= high:
-                return False
-            return step is None or abs((x - low) / step - round((x - low) / step)) < 1e-9
-        ok, v = self._kept(name, legal)
-        if ok:
-            return float(v)
-        if step is not None:
-            n = int(math.floor((high - low) / step + 1e-9))
-            return float(f"{low + step * int(self.rng.integers(n + 1)):.12g}")
-        if log:
-            return float(math.exp(self.rng.uniform(math.log(low), math.log(high))))
-        return float(self.rng.uniform(low, high))
+        ok, v = self._kept(name, lambda x: legal_float(x, low, high, step))
+        return float(v) if ok else fresh_float(self.rng, low, high, step, log)
 
 
 _MISSING = object()
@@ -117,6 +131,36 @@ class _Compiled:
         return out
 
 
+    def draw(self, rng: np.random.Generator, base: Mapping[str, Any], parent: Mapping[str, Any] | None = None,
+             mutate: Sequence[str] = ()) -> dict[str, Any]:
+        """``suggest(Draw(rng, parent, mutate), base)`` with ``Draw``'s answers inlined (the
+        same draws from ``rng``, in the same order)."""
+        parent = parent or {}
+        env = dict(base)
+        out: dict[str, Any] = {}
+        for d, refs, choices in self.dims:
+            name = d.name
+            if d.type == "fixed":
+                env[name] = d.value
+                continue
+            if d.when and not d.active(env):
+                continue
+            kept = name in parent and name not in mutate
+            v = parent[name] if kept else None
+            if d.type == "categorical":
+                if not (kept and v in choices):
+                    v = choices[int(rng.integers(len(choices)))]
+            else:
+                lo, hi, step = self.bounds(d, refs, env)
+                if d.type == "int":
+                    step = step or 1
+                    v = int(v) if kept and legal_int(v, lo, hi, step) else fresh_int(rng, lo, hi, step, d.log)
+                else:
+                    v = float(v) if kept and legal_float(v, lo, hi, step) else fresh_float(rng, lo, hi, step, d.log)
+            env[name] = out[name] = v
+        return out
+
+
 _COMPILED: dict[int, _Compiled] = {}
 
 
@@ -132,7 +176,7 @@ def compiled(space: Space) -> _Compiled:
 
 def uniform(space: Space, base: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
     """One point of ``space`` drawn uniformly (knob by knob) over its legal values."""
-    return compiled(space).suggest(Draw(rng), base)
+    return compiled(space).draw(rng, base)
 
 
 def mutant(space: Space, base: Mapping[str, Any], rng: np.random.Generator, parent: Mapping[str, Any],
@@ -142,7 +186,7 @@ def mutant(space: Space, base: Mapping[str, Any], rng: np.random.Generator, pare
     names = c.names
     k = int(rng.integers(1, min(max_knobs, len(names)) + 1))
     pick = [names[i] for i in rng.choice(len(names), size=k, replace=False)]
-    return c.suggest(Draw(rng, parent, pick), base)
+    return c.draw(rng, base, parent, pick)
 
 
 def reference_uniform(space: Space, base: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:

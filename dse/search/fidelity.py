@@ -182,8 +182,32 @@ def closed_form_bounds_reference(designs: Sequence[Mapping[str, Any]]) -> list[d
 def design_bound(objs: ObjectiveSet, per_model: Mapping[str, Mapping[str, Any]]) -> tuple[list[float | None], Any]:
     """(the objectives' bounds, None where there is none; the ``Score`` of the constraints under
     the bounds) of one design from its ``closed_form_bounds``."""
-    bound = [bound_value(o, [m.get(o.metric) for m in per_model.values()]) for o in objs.objectives]
-    return bound, score({k: constraint_view(objs, m) for k, m in per_model.items()}, objs)
+    valid, keep = _screened_on(objs)          # = bound_value and constraint_view, set up once
+    vals = [[m.get(o.metric) for m in per_model.values()] for o in objs.objectives]
+    bound = [aggregate(o, v) if ok and v and all(x is not None for x in v) else None
+             for o, ok, v in zip(objs.objectives, valid, vals)]
+    return bound, score({k: {n: m[n] for n in keep if n in m} for k, m in per_model.items()}, objs)
+
+
+_SCREENED_ON: dict[int, tuple[ObjectiveSet, tuple[bool, ...], tuple[str, ...]]] = {}
+
+
+def _screened_on(objs: ObjectiveSet) -> tuple[tuple[bool, ...], tuple[str, ...]]:
+    """(``valid_for_objective`` of each objective, the metrics ``constraint_view`` keeps) of
+    ``objs``, computed once per objective set (``design_bound`` runs once per candidate)."""
+    hit = _SCREENED_ON.get(id(objs))
+    if hit is None or hit[0] is not objs:
+        keep = {"feasible", "infeasible_reason"}
+        for c in objs.constraints:
+            if valid_for_constraint(c):
+                keep.add(c.metric)
+                if isinstance(c.rhs, str):
+                    keep.add(c.rhs)
+        if len(_SCREENED_ON) >= 8:
+            _SCREENED_ON.clear()
+        hit = _SCREENED_ON[id(objs)] = (objs, tuple(valid_for_objective(o) for o in objs.objectives),
+                                        tuple(sorted(keep)))
+    return hit[1], hit[2]
 
 
 def valid_for_objective(o: Objective) -> bool:

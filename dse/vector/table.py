@@ -92,9 +92,18 @@ class Table:
                  else self.present[name].tolist()) for name, arr in self.values.items()]
         feasible = self.feasible.tolist()
         reasons = [(rows.tolist(), fmt) for rows, fmt in self.reasons]
+        every = np.ones(self.n, dtype=bool)                 # rows holding every metric
+        for w in self.present.values():
+            if w is not None:
+                every &= w
+        names = [name for name, _, _ in cols]
+        values = list(zip(*[vals for _, vals, _ in cols])) if cols else [()] * self.n
         out = []
-        for i in range(self.n):
-            d = {name: vals[i] for name, vals, w in cols if w is None or w[i]}
+        for i, whole in enumerate(every.tolist()):
+            if whole:
+                d = dict(zip(names, values[i]))
+            else:
+                d = {name: vals[i] for name, vals, w in cols if w is None or w[i]}
             d["feasible"] = feasible[i]
             d["infeasible_reason"] = "; ".join(fmt(i) for rows, fmt in reasons if rows[i])
             for k in self.guaranteed:

@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 from dse.search import bounds
 from dse.search.evaluation import evaluate_design
 from dse.mapping.placement import domain
-from dse.search.fidelity import (closed_form_bounds, closed_form_bounds_many, closed_form_bounds_reference,
+from dse.search.fidelity import (bound_value, closed_form_bounds, closed_form_bounds_many,
+                                 closed_form_bounds_reference, constraint_view, design_bound,
                                  valid_for_constraint, valid_for_objective)
-from dse.search.objectives import load_objectives
+from dse.search.objectives import load_objectives, score
 from dse.search.space import load_space
 from dse.spec import DesignPoint
 from tests.draw import DrawTrial
@@ -84,7 +85,8 @@ def _same(a, b, where: str) -> None:
 def test_many_designs_at_once_equal_the_row_by_row_reference(data):
     """``closed_form_bounds_many`` (columns converted at once, memoised domain extents and window
     statistics) equals ``closed_form_bounds_reference`` bit for bit, on mixed workloads, layouts
-    and closed-form (catalog) points, in one table."""
+    and closed-form (catalog) points, in one table; and so does ``design_bound`` of every shipped
+    objective set."""
     designs = []
     for _ in range(data.draw(st.integers(1, 12), label="designs")):
         workload = {"batch": data.draw(st.sampled_from([16, 128, None]), label="batch"),
@@ -101,6 +103,10 @@ def test_many_designs_at_once_equal_the_row_by_row_reference(data):
         assert list(a) == list(b)
         for m in a:
             _same(a[m], b[m], f"design {i} on {m}")
+        for objs in _shipped_objective_sets():          # design_bound, set up once per objective set
+            assert design_bound(objs, b) == (
+                [bound_value(o, [x.get(o.metric) for x in a.values()]) for o in objs.objectives],
+                score({k: constraint_view(objs, x) for k, x in a.items()}, objs)), f"design {i}, {objs.source}"
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
