@@ -13,23 +13,26 @@ and the expensive one only on the few it picks (``plan``):
    objective bounds are weakly dominated by the current front (the trace-driven, feasible trials
    before the batch), is dropped: it can never enter the front (the bounds are never better
    than the trace-driven values; the assumption is stated in ``dse.search.bounds``);
-3. **estimate**: each survivor's objectives are estimated as its bound times a ratio learnt
-   from the feasible evaluated designs: a ridge regression (``ratio_model``) of log(value /
-   bound) per objective on the knobs (one-hot categorical, log numeric), the log bounds and the
-   log closed-form hints (``bounds.HINTS``: the core-mesh load and contention the schedule
-   recomputes); no evaluated design yet: the raw bound;
+3. **estimate** (``dse.search.estimate.Estimator``): each survivor's objectives are estimated
+   as its bound times a ratio learnt from the feasible evaluated designs: a ridge regression of
+   log(value / bound) per objective on the knobs (one-hot categorical, log numeric), the log
+   bounds and the log closed-form hints (``bounds.HINTS``: the core-mesh load and contention the
+   schedule recomputes); and its probability of being feasible (the bounds cannot see the
+   core-mesh load): a ridge fit of the worst constraint value, or with ``logistic`` a
+   penalised logistic regression of the outcome; no evaluated design yet: the raw bound;
 4. **pick**: ``batch`` designs: with ``extremes``, first the best estimate of each objective
    (with ``refine``: only if it extends the front in that objective; the front's ends weigh
    most in its hypervolume), then greedily by the hypervolume each
    estimate adds to the current front plus the designs already picked (a Monte Carlo estimate
    on ``samples`` points of the normalised objective box), weighted by the candidate's
-   probability of being feasible (a ridge fit of the worst constraint value of the evaluated
-   designs, its residuals taken as Gaussian: the bounds cannot see the core-mesh load); ties,
+   probability of being feasible; ties,
    e.g. nothing adds volume, go to the smallest additive epsilon distance to that front (with
    ``refine``, an estimate equal to a point already there, a design differing only in knobs the
    objectives do not see, comes last). A
    batch thus spreads along the front; a share ``explore`` of it is instead drawn at random
-   among the survivors.
+   among the survivors, or with ``novelty`` taken one by one among them as the design the ratio
+   regression knows least (``estimate.leverage_picks``: a run otherwise stays in the region of
+   its first good designs, where its regression was fitted and is too pessimistic elsewhere).
 
 Everything is drawn from a generator seeded with the batch seed (``samplers.batch_seed``), and
 the plan is a function of that seed and the finished trials before the batch: a resumed study
@@ -46,18 +49,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from dse.errors import ConfigError
-from dse.search import draw, fidelity, pareto
-from dse.search.bounds import HINTS
-from dse.search.objectives import score
+from dse.search import draw, pareto
+from dse.search.estimate import Estimator, bound_arrays
 
-# bound metrics (and closed-form hints, ``bounds.HINTS``) the regressions read, as logs
-HINT_METRICS = ("ffn_read_us_per_token", "ffn_compute_us_per_token", "occupancy", "effective_mfu",
-                "stretch_hop_factor", "dies", *(f"closed_form_{h}" for h in HINTS))
-MIN_SIGMA = 0.05             # floor of the feasibility fit's residual spread
 EPS_SAME = 1e-12             # normalised distance under which an estimate counts as already there
 DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "refine": False, "samples": 10000,
-            "ridge": 10.0}
+            "ridge": 10.0, "logistic": False, "novelty": False}
 
 
 def param_key(params: Mapping[str, Any]) -> tuple:
@@ -83,87 +80,6 @@ class Evaluated:
         keep = pareto.nondominated(F) if len(F) else np.zeros(0, dtype=bool)
         self.front = F[keep]
         self.front_params = [p for p, k in zip([p for p, f in zip(self.params, self.feasible) if f], keep) if k]
-
-
-def bound_arrays(cfg: Any, designs: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(bounds, ok, hints) of flat designs: ``bounds[i]`` the objectives' closed-form bounds in
-    their own directions (NaN where none), ``ok[i]`` whether design i is valid and meets every
-    constraint under its bounds, ``hints[i]`` the log of the closed-form hints
-    (``bounds.HINTS``, worst over the workloads; 0 where none)."""
-    m = len(cfg.objectives.objectives)
-    B = np.full((len(designs), m), np.nan)
-    H = np.zeros((len(designs), len(HINT_METRICS) + 1))
-    ok = np.zeros(len(designs), dtype=bool)
-    rows, points = [], []
-    for i, d in enumerate(designs):
-        try:
-            points.append(cfg.points(d))
-            rows.append(i)
-        except ConfigError:
-            continue
-    for i, pts, per_model in zip(rows, points, fidelity.closed_form_bounds_many(points)):
-        if all(p.trace == "catalog" for p in pts.values()):
-            sc = score(per_model, cfg.objectives)        # the closed form is the study's own value
-            bound = sc.values
-        else:
-            bound, sc = fidelity.design_bound(cfg.objectives, per_model)
-        B[i] = [np.nan if b is None else b for b in bound]
-        ok[i] = sc.feasible
-        H[i] = hints(per_model)
-    return B, ok, H
-
-
-def hints(per_model: Mapping[str, Mapping[str, Any]]) -> list[float]:
-    """Log of the ``HINT_METRICS`` (worst, i.e. largest, over the workloads; 0 where none) and how
-    far the design is from read-bound: max(0, log(compute time at the MFU bound / read time))."""
-    out = []
-    for name in HINT_METRICS:
-        vals = [m.get(name) for m in per_model.values()]
-        vals = [float(v) for v in vals if isinstance(v, (int, float)) and v > 0]
-        out.append(math.log(max(vals)) if vals else 0.0)
-    t = [(m.get("ffn_compute_us_per_token"), m.get("effective_mfu"), m.get("ffn_read_us_per_token"))
-         for m in per_model.values()]
-    t = [math.log(c / e / r) for c, e, r in t if c and e and r and c > 0 and e > 0 and r > 0]
-    return out + [max(0.0, max(t)) if t else 0.0]
-
-
-def features(cfg: Any, params: Sequence[Mapping[str, Any]], bounds: np.ndarray, hints: np.ndarray) -> np.ndarray:
-    """Regression features of designs: one-hot categorical knobs, log of the positive numeric
-    ones (an inactive knob: its base value), log |bound| of each objective and the hints."""
-    base = cfg.base_env()
-    cols = []
-    for d in cfg.space.dims:
-        if not d.searched:
-            continue
-        vals = [p.get(d.name, base.get(d.name)) for p in params]
-        if d.type == "categorical":
-            cols += [[float(v == c) for v in vals] for c in d.choices]
-        else:
-            cols.append([math.log(v) if isinstance(v, (int, float)) and v > 0 else 0.0 for v in vals])
-    X = np.array(cols, dtype=float).T.reshape(len(params), len(cols))
-    with np.errstate(all="ignore"):
-        logb = np.nan_to_num(np.log(np.abs(bounds)), nan=0.0, posinf=0.0, neginf=0.0)
-    return np.hstack([X, logb, hints])
-
-
-def ratio_model(X: np.ndarray, logr: np.ndarray, ridge: float):
-    """A ridge regression of targets ``logr`` (one column each, e.g. log(value / bound) per
-    objective) on standardised features ``X``, with an unpenalised intercept; returns
-    ``predict(X)``. NaN targets are left out of their column's fit (none left: 0)."""
-    mu, sd = X.mean(axis=0), X.std(axis=0)
-    sd = np.where(sd > 0, sd, 1.0)
-    Z = (X - mu) / sd
-    W = np.zeros((X.shape[1], logr.shape[1]))
-    b = np.zeros(logr.shape[1])
-    for j in range(logr.shape[1]):
-        ok = np.isfinite(logr[:, j])
-        if not ok.any():
-            continue
-        z, y = Z[ok], logr[ok, j]
-        zc, yc = z - z.mean(axis=0), y - y.mean()
-        W[:, j] = np.linalg.solve(zc.T @ zc + ridge * np.eye(X.shape[1]), zc.T @ yc)
-        b[j] = y.mean() - z.mean(axis=0) @ W[:, j]
-    return lambda Xn: ((Xn - mu) / sd) @ W + b
 
 
 def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int, mutants: float = 0.5
@@ -198,38 +114,18 @@ def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
     idx = np.flatnonzero(ok)
     if not len(idx):
         return [draw.uniform(cfg.space, cfg.base_env(), rng) for _ in range(k)]
-    est, p_ok = estimates(cfg, ev, [cands[i] for i in idx], B[idx], H[idx], float(s["ridge"]))
+    estimator = Estimator(cfg, ev, float(s["ridge"]), bool(s["logistic"]))
+    est, p_ok = estimator([cands[i] for i in idx], B[idx], H[idx])
     n_explore = min(len(idx), int(round(float(s["explore"]) * k)))
     picked = greedy_hv(est, ev.front, k - n_explore, rng, int(s["samples"]), p_ok,
                        len(B[0]) if s["extremes"] else 0, bool(s["refine"]))
     rest = np.setdiff1d(np.arange(len(idx)), picked)
-    if n_explore and len(rest):
+    if n_explore and len(rest) and s["novelty"]:
+        picked += [int(rest[i]) for i in estimator.novel([cands[idx[i]] for i in rest], B[idx[rest]], H[idx[rest]],
+                                                          n_explore)]
+    elif n_explore and len(rest):
         picked += [int(i) for i in rng.choice(rest, size=min(n_explore, len(rest)), replace=False)]
     return [cands[idx[i]] for i in picked]
-
-
-def estimates(cfg: Any, ev: Evaluated, params: list, B: np.ndarray, H: np.ndarray, ridge: float
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """(estimated objectives, minimisation form; probability of being feasible) of candidates with
-    bounds ``B`` and hints ``H``. Objectives: bound x the ratio ``ratio_model`` learns from the
-    feasible evaluated designs. Feasibility: a ridge fit of the worst constraint value of the
-    evaluated designs (clipped to [-1, 1]), its residuals taken as Gaussian. Nothing evaluated
-    yet: the raw bounds, feasible."""
-    if not ev.feasible.any():
-        return pareto.to_min(B, cfg.objectives.directions), np.ones(len(B))
-    evB, _, evH = bound_arrays(cfg, ev.designs)
-    Xev, X = features(cfg, ev.params, evB, evH), features(cfg, params, B, H)
-    with np.errstate(all="ignore"):
-        logr = np.log(np.abs(ev.values) / np.abs(evB))
-    logr[~np.isfinite(logr) | ~ev.feasible[:, None]] = np.nan
-    est = pareto.to_min(B * np.exp(ratio_model(Xev, logr, ridge)(X)), cfg.objectives.directions)
-    if ev.feasible.all():
-        return est, np.ones(len(B))
-    viol = np.clip(ev.violation, -1.0, 1.0)[:, None]
-    fit = ratio_model(Xev, viol, ridge)
-    sigma = max(MIN_SIGMA, float(np.std(viol[:, 0] - fit(Xev)[:, 0])))
-    z = -fit(X)[:, 0] / (sigma * math.sqrt(2.0))
-    return est, 0.5 * (1.0 + np.vectorize(math.erf)(z))
 
 
 def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, samples: int,

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dse.search import draw, guided, load_results, load_study, pareto, run_study
+from dse.search import draw, estimate, guided, load_results, load_study, pareto, run_study
 from tests.fixtures import LATENCY_POWER_OBJECTIVES
 from tests.search.test_resume import outcome
 
@@ -150,3 +150,58 @@ def test_greedy_hv_never_takes_an_estimate_already_there_while_another_remains()
     two = np.array([[0.21, 0.5], [0.3, 0.1]])    # the best objective-0 estimate does not extend the front
     assert guided.greedy_hv(two, F2, 1, np.random.default_rng(0), 5000, extremes=1) == [0]
     assert guided.greedy_hv(two, F2, 1, np.random.default_rng(0), 5000, extremes=1, refine=True) == [1]
+
+
+@pytest.mark.parametrize("line,msg", [
+    ("logistic = 1", "sampler.logistic = 1: must be true or false"),
+    ("logistic = \"yes\"", "sampler.logistic = 'yes': must be true or false"),
+    ("novelty = 2", "sampler.novelty = 2: must be true or false"),
+    ("novelty = true\nnovel = true", "sampler.novel: unknown setting for guided (allowed: pool, mutants, explore, extremes, "
+                                        "refine, samples, ridge, logistic, novelty); did you mean 'novelty'?"),
+])
+def test_a_bad_guided_setting_is_one_line_naming_file_key_and_allowed_values(tmp_path, line, msg):
+    f = _study(tmp_path)
+    f.write_text(f.read_text().replace("pool = 300", f"pool = 300\n{line}"))
+    from dse.errors import ConfigError
+    with pytest.raises(ConfigError) as ei:
+        load_study(f)
+    assert str(ei.value).startswith(f"{f}: {msg}") and "\n" not in str(ei.value)
+
+
+def test_the_logistic_feasibility_is_calibrated_and_follows_its_feature():
+    """Outcomes drawn with probability 0.1 where x < 0 and 0.9 where x > 0 (plus a feature of
+    noise): the fit gives the rates observed in each half; 4 failures in 200 with no pattern:
+    no design far from them is taken as near-certain to fail."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, 2000)
+    y = (rng.random(2000) < np.where(x > 0, 0.9, 0.1)).astype(float)
+    X = np.column_stack([np.sign(x), rng.normal(size=2000)])
+    p = estimate.logistic_model(X, y, 10.0)(np.array([[-1.0, 0.0], [1.0, 0.0]]))
+    assert abs(p[0] - y[x < 0].mean()) < 0.015 and abs(p[1] - y[x > 0].mean()) < 0.015     # the observed rates
+    rare = (np.arange(200) < 4).astype(float)      # 4 failures in 200: nothing is near-certain to fail
+    q = estimate.logistic_model(rng.normal(size=(200, 5)), rare, 10.0)(rng.normal(size=(50, 5)) * 3)
+    assert np.isfinite(q).all() and q.mean() < 0.1 and q.max() < 0.7
+
+
+def test_a_resumed_study_with_the_multi_fidelity_settings_ends_as_an_uninterrupted_run(tmp_path):
+    study = _study(tmp_path, trials=30)
+    study.write_text(study.read_text().replace("pool = 300", "pool = 300\nlogistic = true\nnovelty = true\nexplore = 0.25"))
+    ref = load_study(study, storage=f"sqlite:///{tmp_path / 'ref.db'}")
+    assert ref.sampler_settings["logistic"] is True and ref.sampler_settings["novelty"] is True
+    run_study(ref)
+    storage = f"sqlite:///{tmp_path / 'cut.db'}"
+    run_study(load_study(study, storage=storage, trials=17))
+    cfg = load_study(study, storage=storage)
+    assert run_study(cfg).notes == []
+    assert outcome(cfg) == outcome(ref)
+
+
+def test_novelty_picks_what_the_regression_knows_least_and_never_a_twin_of_a_pick():
+    Xev = np.tile(0.1 * np.array([[1, 0], [-1, 0], [0, 1], [0, -1]]), (10, 1))   # evaluated: near the origin
+    X = np.array([[0.0, 0.0],                            # among them: known
+                  [3.0, 0.0],                            # far along the first feature
+                  [3.0, 0.0],                            # its twin: known once the first is taken
+                  [0.0, 2.9]])                           # far along the second
+    assert estimate.leverage_picks(Xev, X, 2, 1.0) == [1, 3]
+    assert estimate.leverage_picks(Xev, X, 1, 1.0) == [1]
+    assert sorted(estimate.leverage_picks(Xev, X, 4, 1.0)) == [0, 1, 2, 3]
