@@ -2,21 +2,23 @@
 
 Run: python benchmarks/bench_plan.py [--seed 0] [--history 240] [--repeat 3] [--jobs 1] [--skip-runs]
 
-"before" is the reference paths the fast ones are tested against, patched in for the
-measurement: draws through ``Space.suggest`` with a ``draw.Draw`` per knob
+Three paths, patched in for the measurement (``use``): "before" is the reference paths the fast
+ones are tested against: draws through ``Space.suggest`` with a ``draw.Draw`` per knob
 (``draw.reference_uniform`` / ``reference_mutant``) and the closed-form bounds read row by row
-(``fidelity.closed_form_bounds_reference``); "after" is the code as shipped. The two must propose
-the same designs (the benchmark stops otherwise).
+(``fidelity.closed_form_bounds_reference``); "after" is the code as shipped; "columns" is "after"
+with the guided sampler's per-design ``bound_arrays`` replaced by the column-wise
+``dse.search.bound_table.bound_arrays`` (what adopting it in ``guided.py`` gives). All must
+propose the same designs (the benchmark stops otherwise) and run the same trials.
 
 1. **One plan**: ``studies/full.toml`` (its seed, or ``--seed``) is run to ``--history`` trials
    in a temporary SQLite file; then the plan of the next batch (``guided.plan``: a pool of
    candidates, their closed-form bounds, estimates and the greedy pick) is made ``--repeat``
-   times with each path, alternately, from the same seeded generator; the median times and
-   their ratio are printed.
+   times with each path, in turn, from the same seeded generator; the median times and
+   their ratios are printed.
 2. **Whole runs** (unless ``--skip-runs``): ``dse run studies/full.toml --jobs J --json`` for each
-   J of ``--jobs`` (comma-separated; ``1,2`` for the 2-process comparison), before and after,
-   each in a fresh SQLite file in its own process; wall-clock seconds, the driver's CPU seconds,
-   and whether the two runs' trials (parameters and values) are identical.
+   J of ``--jobs`` (comma-separated; ``1,2`` for the 2-process comparison) and each path, each
+   in a fresh SQLite file in its own process; wall-clock seconds, CPU seconds (driver and
+   workers), and whether the run's trials (parameters and values) are those of "before".
 
 On a shared machine only the ratios measured side by side mean something.
 """
@@ -38,15 +40,22 @@ sys.path.insert(0, str(ROOT))
 STUDY = ROOT / "studies" / "full.toml"
 
 
-def use_reference(on: bool) -> None:
-    """Patch the reference (slow) paths into the modules the guided sampler calls, or restore."""
-    from dse.search import draw, fidelity
-    saved = use_reference.__dict__.setdefault("saved", (draw.uniform, draw.mutant, fidelity.closed_form_bounds_many))
-    if on:
+MODES = ("before", "after", "columns")
+
+
+def use(mode: str) -> None:
+    """Patch the paths of ``mode`` into the modules the guided sampler calls: ``before`` the
+    reference paths, ``after`` the shipped ones, ``columns`` the shipped ones with the guided
+    sampler's ``bound_arrays`` replaced by ``bound_table.bound_arrays`` (its one-line adoption)."""
+    from dse.search import bound_table, draw, fidelity, guided
+    saved = use.__dict__.setdefault("saved", (draw.uniform, draw.mutant, fidelity.closed_form_bounds_many,
+                                              guided.bound_arrays))
+    draw.uniform, draw.mutant, fidelity.closed_form_bounds_many, guided.bound_arrays = saved
+    if mode == "before":
         draw.uniform, draw.mutant = draw.reference_uniform, draw.reference_mutant
         fidelity.closed_form_bounds_many = fidelity.closed_form_bounds_reference
-    else:
-        draw.uniform, draw.mutant, fidelity.closed_form_bounds_many = saved
+    elif mode == "columns":
+        guided.bound_arrays = lambda cfg, designs: bound_table.bound_arrays(cfg, designs, guided.HINT_METRICS)
 
 
 def one_plan(seed: int | None, history: int, repeat: int) -> None:
@@ -62,36 +71,38 @@ def one_plan(seed: int | None, history: int, repeat: int) -> None:
         import optuna
         trials = [t for t in optuna.load_study(study_name=cfg.name, storage=cfg.storage).get_trials(deepcopy=False)
                   if t.state.is_finished()]
-    times: dict[bool, list[float]] = {True: [], False: []}
-    picks: dict[bool, list] = {}
+    times: dict[str, list[float]] = {m: [] for m in MODES}
+    picks: dict[str, list] = {}
     for _ in range(repeat):
-        for ref in (True, False):
-            use_reference(ref)
+        for mode in MODES:
+            use(mode)
             rng = np.random.default_rng(12345)
             t0 = time.perf_counter()
-            picks[ref] = guided.plan(cfg, trials, rng, cfg.batch, cfg.sampler_settings)
-            times[ref].append(time.perf_counter() - t0)
-    use_reference(False)
-    if picks[True] != picks[False]:
-        sys.exit("bench_plan: the fast plan proposes other designs than the reference")
-    before, after = statistics.median(times[True]), statistics.median(times[False])
-    print(f"one plan of {cfg.batch} designs after {len(trials)} trials (pool {cfg.sampler_settings.get('pool', guided.DEFAULTS['pool'])}), "
-          f"median of {repeat}: before {before:.3f} s, after {after:.3f} s, {before / after:.2f}x faster; "
+            picks[mode] = guided.plan(cfg, trials, rng, cfg.batch, cfg.sampler_settings)
+            times[mode].append(time.perf_counter() - t0)
+    use("after")
+    if any(picks[m] != picks["before"] for m in MODES):
+        sys.exit("bench_plan: a fast plan proposes other designs than the reference")
+    t = {m: statistics.median(times[m]) for m in MODES}
+    pool = cfg.sampler_settings.get("pool", guided.DEFAULTS["pool"])
+    print(f"one plan of {cfg.batch} designs after {len(trials)} trials (pool {pool}), median of {repeat}: "
+          + ", ".join(f"{m} {t[m]:.3f} s" for m in MODES)
+          + f"; after {t['before'] / t['after']:.2f}x, columns {t['before'] / t['columns']:.2f}x faster than before; "
           f"same proposals: True", flush=True)
 
 
-def whole_run(jobs: int, ref: bool, seed: int | None, tmp: Path) -> tuple[float, float, dict, list]:
+def whole_run(jobs: int, mode: str, seed: int | None, tmp: Path) -> tuple[float, float, dict, list]:
     """(wall s, CPU s of the driver, summary, trials) of one ``dse run`` in a child process."""
-    db = tmp / f"run-{jobs}-{'before' if ref else 'after'}.db"
+    db = tmp / f"run-{jobs}-{mode}.db"
     args = ["run", str(STUDY), "--jobs", str(jobs), "--json", "--no-progress", "--storage", f"sqlite:///{db}"]
     if seed is not None:
         args += ["--seed", str(seed)]
     code = ("import sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]); import bench_plan; "
-            "bench_plan.use_reference(sys.argv[3] == '1'); from dse.cli import main; sys.exit(main(sys.argv[4:]))")
+            "bench_plan.use(sys.argv[3]); from dse.cli import main; sys.exit(main(sys.argv[4:]))")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code, str(ROOT), str(ROOT / "benchmarks"), "1" if ref else "0", *args],
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT), str(ROOT / "benchmarks"), mode, *args],
                          capture_output=True, text=True, env=env, cwd=tmp)
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -120,18 +131,20 @@ def main() -> None:
     one_plan(a.seed, a.history, a.repeat)
     if a.skip_runs:
         return
-    walls: dict[tuple[int, bool], float] = {}
+    walls: dict[tuple[int, str], float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for jobs in (int(j) for j in a.jobs.split(",")):
-            res = {ref: whole_run(jobs, ref, a.seed, Path(tmp)) for ref in (True, False)}
-            (wb, cb, sb, tb), (wa, ca, sa, ta) = res[True], res[False]
-            walls[jobs, True], walls[jobs, False] = wb, wa
-            print(f"dse run --jobs {jobs}: {sa['complete']} trials; before {wb:.1f} s wall ({cb:.1f} s CPU), "
-                  f"after {wa:.1f} s wall ({ca:.1f} s CPU): {wb / wa:.2f}x faster wall, {cb / ca:.2f}x less CPU; "
-                  f"identical trials: {tb == ta}", flush=True)
-    for path, ref in (("before", True), ("after", False)):
-        if (1, ref) in walls and (2, ref) in walls:
-            print(f"{path}: --jobs 2 over --jobs 1: {walls[1, ref] / walls[2, ref]:.2f}x")
+            res = {mode: whole_run(jobs, mode, a.seed, Path(tmp)) for mode in MODES}
+            wb, cb, _, tb = res["before"]
+            for mode in MODES:
+                w, c, s, tr = res[mode]
+                walls[jobs, mode] = w
+                print(f"dse run --jobs {jobs}, {mode:7s}: {s['complete']} trials, {w:5.1f} s wall ({c:5.1f} s CPU): "
+                      f"{wb / w:.2f}x faster wall, {cb / c:.2f}x less CPU than before; "
+                      f"trials identical to before: {tr == tb}", flush=True)
+    for mode in MODES:
+        if (1, mode) in walls and (2, mode) in walls:
+            print(f"{mode}: --jobs 2 over --jobs 1: {walls[1, mode] / walls[2, mode]:.2f}x")
 
 
 if __name__ == "__main__":

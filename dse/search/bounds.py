@@ -61,7 +61,7 @@ from dse.workload.window import BoundedCache, workload
 SLACK = 1e-9          # relative margin of every bound, in its safe direction
 EXACT, LOWER, UPPER = "exact", "lower", "upper"
 
-_EXACT_METRICS = (
+EXACT_METRICS = (
     "dies", "tp_degree", "d_used_columns", "t_layer_us", "ffn_compute_us_per_token", "pool_pflops",
     "die_area_mm2", "die_area_budget_mm2", "die_area_slack_mm2", "network_area_mm2", "core_mesh_area_mm2",
     "die_noc_area_mm2", "reram_area_mm2", "pe_area_mm2", "d2d_io_area_mm2", "die_cost_usd", "pool_cost_usd",
@@ -72,7 +72,7 @@ _EXACT_METRICS = (
 )
 # metric -> how its bound relates to the trace-driven value (lower: bound <= value)
 KINDS: dict[str, str] = {
-    **{m: EXACT for m in _EXACT_METRICS},
+    **{m: EXACT for m in EXACT_METRICS},
     "ffn_us_per_token_delivered": LOWER, "usd_per_mtok_delivered": LOWER, "usd_per_mtok": LOWER,
     "pool_power_w": LOWER, "die_power_w": LOWER, "round_stretch": LOWER, "comm_violation": LOWER,
     "mm2_per_occupancy": LOWER, "pool_energy_uj_per_token": LOWER,
@@ -223,7 +223,7 @@ def bound_metrics(cf: Mapping[str, Any], point, model: MoEModel, stats: TraceSta
     ``extent`` of the layer's scheduling domain; an infeasible design keeps only its feasibility
     and the metrics its closed form has."""
     out: dict[str, Any] = {"feasible": cf["feasible"], "infeasible_reason": cf.get("infeasible_reason", "")}
-    out.update({m: cf[m] for m in _EXACT_METRICS if cf.get(m) is not None})
+    out.update({m: cf[m] for m in EXACT_METRICS if cf.get(m) is not None})
     out.update({f"closed_form_{h}": cf[h] for h in HINTS if cf.get(h) is not None})
     if "ffn_read_us_per_token" in cf:
         out.update(_union_rescaled(cf, model, stats.union_experts))
