@@ -6,8 +6,8 @@ Three paths, patched in for the measurement (``use``): "before" is the reference
 ones are tested against: draws through ``Space.suggest`` with a ``draw.Draw`` per knob
 (``draw.reference_uniform`` / ``reference_mutant``) and the closed-form bounds read row by row
 (``fidelity.closed_form_bounds_reference``); "after" is the code as shipped; "columns" is "after"
-with the guided sampler's per-design ``bound_arrays`` replaced by the column-wise
-``dse.search.bound_table.bound_arrays`` (what adopting it in ``guided.py`` gives). All must
+with the guided sampler's per-design ``bound_arrays`` (``dse.search.estimate``) replaced by the column-wise
+``dse.search.bound_table.bound_arrays`` (what adopting it in ``estimate.py`` gives). All must
 propose the same designs (the benchmark stops otherwise) and run the same trials.
 
 1. **One plan**: ``studies/full.toml`` (its seed, or ``--seed``) is run to ``--history`` trials
@@ -47,15 +47,17 @@ def use(mode: str) -> None:
     """Patch the paths of ``mode`` into the modules the guided sampler calls: ``before`` the
     reference paths, ``after`` the shipped ones, ``columns`` the shipped ones with the guided
     sampler's ``bound_arrays`` replaced by ``bound_table.bound_arrays`` (its one-line adoption)."""
-    from dse.search import bound_table, draw, fidelity, guided
+    from dse.search import bound_table, draw, estimate, fidelity, guided
     saved = use.__dict__.setdefault("saved", (draw.uniform, draw.mutant, fidelity.closed_form_bounds_many,
-                                              guided.bound_arrays))
-    draw.uniform, draw.mutant, fidelity.closed_form_bounds_many, guided.bound_arrays = saved
+                                              guided.bound_arrays, estimate.bound_arrays))
+    draw.uniform, draw.mutant, fidelity.closed_form_bounds_many, guided.bound_arrays, estimate.bound_arrays = saved
     if mode == "before":
         draw.uniform, draw.mutant = draw.reference_uniform, draw.reference_mutant
         fidelity.closed_form_bounds_many = fidelity.closed_form_bounds_reference
     elif mode == "columns":
-        guided.bound_arrays = lambda cfg, designs: bound_table.bound_arrays(cfg, designs, guided.HINT_METRICS)
+        def columns(cfg, designs):
+            return bound_table.bound_arrays(cfg, designs, estimate.HINT_METRICS)
+        guided.bound_arrays = estimate.bound_arrays = columns
 
 
 def one_plan(seed: int | None, history: int, repeat: int) -> None:

@@ -1,7 +1,7 @@
 """Closed-form bounds of many designs as columns: the guided sampler's screen without a dict per design.
 
 ``bound_arrays(cfg, designs, hint_metrics)`` returns what the guided sampler's per-design path
-returns (``dse.search.guided.bound_arrays``: each design's points, ``fidelity.closed_form_bounds_many``,
+returns (``dse.search.estimate.bound_arrays``: each design's points, ``fidelity.closed_form_bounds_many``,
 ``fidelity.design_bound`` and the hints, one dict per design and workload), computed on numpy
 columns over every design at once:
 
