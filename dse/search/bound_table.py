@@ -129,8 +129,9 @@ def _workload_columns(points: Sequence[Any]) -> dict[str, np.ndarray]:
     keys = ("ideal", "union", "occ", "layers", "expert_bytes", "router_bytes", "core_side")
     w = {k: np.empty(len(points)) for k in keys}
     stats: dict[tuple, Any] = {}
+    models: dict[str, Any] = {}
     for i, p in enumerate(points):
-        model = get_model(p.model)
+        model = models.get(p.model) or models.setdefault(p.model, get_model(p.model))
         key = (p.model, p.trace, p.batch, p.trace_steps, p.trace_seed, p.profile_steps, p.tile_width)
         st = stats.get(key) or stats.setdefault(key, bounds.trace_stats(p, model))
         ext = bounds.domain_extent(model.experts, p.core_side, p.groups, p.die_units_x, p.die_units_y,

@@ -89,7 +89,10 @@ class Columns:
         # = [p.to_dict(resolved=True)[k] for p in points] per knob, without copying every point
         values = {k: [getattr(p, k) for p in points] for k in KNOBS}
         values["pe_groups_per_core"] = [p.groups for p in points]
-        values["batch"] = [p.run_batch for p in points]
+        from dse.catalog import get_model
+        native: dict[str, int] = {}             # = p.run_batch, the model looked up once per name
+        values["batch"] = [p.batch if p.batch is not None else native.get(p.model) or
+                           native.setdefault(p.model, get_model(p.model).native_batch) for p in points]
         return cls.from_values(values, len(points))
 
 
