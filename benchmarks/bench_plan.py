@@ -2,13 +2,13 @@
 
 Run: python benchmarks/bench_plan.py [--seed 0] [--history 240] [--repeat 3] [--jobs 1] [--skip-runs]
 
-Three paths, patched in for the measurement (``use``): "before" is the reference paths the fast
+Two paths, patched in for the measurement (``use``): "before" is the reference paths the fast
 ones are tested against: draws through ``Space.suggest`` with a ``draw.Draw`` per knob
-(``draw.reference_uniform`` / ``reference_mutant``) and the closed-form bounds read row by row
-(``fidelity.closed_form_bounds_reference``); "after" is the code as shipped; "columns" is "after"
-with the guided sampler's per-design ``bound_arrays`` (``dse.search.estimate``) replaced by the column-wise
-``dse.search.bound_table.bound_arrays`` (what adopting it in ``estimate.py`` gives). All must
-propose the same designs (the benchmark stops otherwise) and run the same trials.
+(``draw.reference_uniform`` / ``reference_mutant``), the closed-form bounds read row by row
+(``fidelity.closed_form_bounds_reference``) and scored one design at a time
+(``estimate.bound_arrays_reference``); "after" is the code as shipped (the draws compiled, the
+bounds of a pool scored on numpy columns by ``dse.search.bound_table``). Both must propose the
+same designs (the benchmark stops otherwise) and run the same trials.
 
 1. **One plan**: ``studies/full.toml`` (its seed, or ``--seed``) is run to ``--history`` trials
    in a temporary SQLite file; then the plan of the next batch (``guided.plan``: a pool of
@@ -40,24 +40,20 @@ sys.path.insert(0, str(ROOT))
 STUDY = ROOT / "studies" / "full.toml"
 
 
-MODES = ("before", "after", "columns")
+MODES = ("before", "after")
 
 
 def use(mode: str) -> None:
     """Patch the paths of ``mode`` into the modules the guided sampler calls: ``before`` the
-    reference paths, ``after`` the shipped ones, ``columns`` the shipped ones with the guided
-    sampler's ``bound_arrays`` replaced by ``bound_table.bound_arrays`` (its one-line adoption)."""
-    from dse.search import bound_table, draw, estimate, fidelity, guided
+    reference paths, ``after`` the shipped ones."""
+    from dse.search import draw, estimate, fidelity, guided
     saved = use.__dict__.setdefault("saved", (draw.uniform, draw.mutant, fidelity.closed_form_bounds_many,
                                               guided.bound_arrays, estimate.bound_arrays))
     draw.uniform, draw.mutant, fidelity.closed_form_bounds_many, guided.bound_arrays, estimate.bound_arrays = saved
     if mode == "before":
         draw.uniform, draw.mutant = draw.reference_uniform, draw.reference_mutant
         fidelity.closed_form_bounds_many = fidelity.closed_form_bounds_reference
-    elif mode == "columns":
-        def columns(cfg, designs):
-            return bound_table.bound_arrays(cfg, designs, estimate.HINT_METRICS)
-        guided.bound_arrays = estimate.bound_arrays = columns
+        guided.bound_arrays = estimate.bound_arrays = estimate.bound_arrays_reference
 
 
 def one_plan(seed: int | None, history: int, repeat: int) -> None:
@@ -89,7 +85,7 @@ def one_plan(seed: int | None, history: int, repeat: int) -> None:
     pool = cfg.sampler_settings.get("pool", guided.DEFAULTS["pool"])
     print(f"one plan of {cfg.batch} designs after {len(trials)} trials (pool {pool}), median of {repeat}: "
           + ", ".join(f"{m} {t[m]:.3f} s" for m in MODES)
-          + f"; after {t['before'] / t['after']:.2f}x, columns {t['before'] / t['columns']:.2f}x faster than before; "
+          + f"; after {t['before'] / t['after']:.2f}x faster than before; "
           f"same proposals: True", flush=True)
 
 

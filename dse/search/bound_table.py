@@ -1,7 +1,7 @@
 """Closed-form bounds of many designs as columns: the guided sampler's screen without a dict per design.
 
 ``bound_arrays(cfg, designs, hint_metrics)`` returns what the guided sampler's per-design path
-returns (``dse.search.estimate.bound_arrays``: each design's points, ``fidelity.closed_form_bounds_many``,
+returns (``dse.search.estimate.bound_arrays_reference``: each design's points, ``fidelity.closed_form_bounds_many``,
 ``fidelity.design_bound`` and the hints, one dict per design and workload), computed on numpy
 columns over every design at once:
 
@@ -14,7 +14,7 @@ columns over every design at once:
 Every floating-point operation is the scalar path's, in its order (IEEE arithmetic: the same bits);
 logs are taken with ``math.log``, as there. Studies this does not cover (a closed-form workload,
 more than two workloads with a summed or mean objective) go the per-design way
-(``bound_arrays_per_design``). The test compares it with the guided sampler's own function.
+(``bound_arrays_per_design``). The guided sampler uses it (``estimate.bound_arrays``); the test compares it with the reference.
 """
 from __future__ import annotations
 

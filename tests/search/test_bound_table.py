@@ -1,5 +1,5 @@
 """The guided sampler's screen on columns (``bound_table.bound_arrays``) equals its per-design
-path (``estimate.bound_arrays``: a dict of bound metrics per design and workload, scored one by
+path (``estimate.bound_arrays_reference``: a dict of bound metrics per design and workload, scored one by
 one), bit for bit: bounds, verdicts and hints, over random designs and mutants of
 ``spaces/full.toml`` (invalid ones included), one or two workloads, every shipped objective set
 with bounds in its directions and aggregates over the workloads."""
@@ -31,7 +31,7 @@ def _designs(cfg, seed: int, n: int = 120) -> list[dict]:
 
 
 def _assert_equal(cfg, designs) -> None:
-    slow = estimate.bound_arrays(cfg, designs)
+    slow = estimate.bound_arrays_reference(cfg, designs)
     fast = bound_table.bound_arrays(cfg, designs, estimate.HINT_METRICS)
     for name, a, b in zip(("bounds", "ok", "hints"), slow, fast):
         assert a.shape == b.shape and a.dtype == b.dtype, name
