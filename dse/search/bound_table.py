@@ -14,12 +14,12 @@ columns over every design at once:
 Every floating-point operation is the scalar path's, in its order (IEEE arithmetic: the same bits);
 logs are taken with ``math.log``, as there. Studies this does not cover (a closed-form workload,
 more than two workloads with a summed or mean objective) go the per-design way
-(``bound_arrays_per_design``). The guided sampler uses it (``estimate.bound_arrays``); the test compares it with the reference.
+(the caller's ``per_design``: ``estimate.bound_arrays_reference``). The guided sampler uses it (``estimate.bound_arrays``); the test compares it with the reference.
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -27,15 +27,16 @@ from dse.errors import ConfigError
 from dse.hardware import cost, power
 from dse.performance import latency
 from dse.search import bounds, fidelity
-from dse.search.objectives import score
 
 Column = tuple[np.ndarray, np.ndarray]          # (float values, rows holding the metric)
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]   # (bounds, ok, hints)
 
 
-def bound_arrays(cfg: Any, designs: Sequence[Mapping[str, Any]], hint_metrics: Sequence[str]
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def bound_arrays(cfg: Any, designs: Sequence[Mapping[str, Any]], hint_metrics: Sequence[str],
+                 per_design: Callable[[Any, Sequence[Mapping[str, Any]]], Arrays]) -> Arrays:
     """(bounds, ok, hints) of flat designs, as the guided sampler's ``bound_arrays`` with hints
-    ``hint_metrics`` (module docstring)."""
+    ``hint_metrics`` (module docstring); ``per_design(cfg, designs)``, the per-design path,
+    answers for the studies the columns do not cover."""
     objs = cfg.objectives
     B = np.full((len(designs), len(objs.objectives)), np.nan)
     H = np.zeros((len(designs), len(hint_metrics) + 1))
@@ -52,7 +53,7 @@ def bound_arrays(cfg: Any, designs: Sequence[Mapping[str, Any]], hint_metrics: S
     models = list(points[0])
     if (any(list(p) != models or any(x.trace == "catalog" for x in p.values()) for p in points)
             or (len(models) > 2 and any(o.aggregate in ("sum", "mean") for o in objs.objectives))):
-        return bound_arrays_per_design(cfg, designs, hint_metrics)
+        return per_design(cfg, designs)
     cols = bound_columns([x for p in points for x in p.values()])
     per_model = [{k: (v.reshape(-1, len(models))[:, j], w.reshape(-1, len(models))[:, j])
                   for k, (v, w) in cols.items()} for j in range(len(models))]
@@ -60,34 +61,6 @@ def bound_arrays(cfg: Any, designs: Sequence[Mapping[str, Any]], hint_metrics: S
     B[idx] = objective_bounds(objs, per_model)
     ok[idx] = feasible(objs, per_model)
     H[idx] = hints(per_model, hint_metrics)
-    return B, ok, H
-
-
-def bound_arrays_per_design(cfg: Any, designs: Sequence[Mapping[str, Any]], hint_metrics: Sequence[str]
-                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``bound_arrays`` one design at a time (dicts of bound metrics; the general path)."""
-    B = np.full((len(designs), len(cfg.objectives.objectives)), np.nan)
-    H = np.zeros((len(designs), len(hint_metrics) + 1))
-    ok = np.zeros(len(designs), dtype=bool)
-    rows, points = [], []
-    for i, d in enumerate(designs):
-        try:
-            points.append(cfg.points(d))
-            rows.append(i)
-        except ConfigError:
-            continue
-    for i, pts, per_model in zip(rows, points, fidelity.closed_form_bounds_many(points)):
-        if all(p.trace == "catalog" for p in pts.values()):
-            sc = score(per_model, cfg.objectives)
-            bound = sc.values
-        else:
-            bound, sc = fidelity.design_bound(cfg.objectives, per_model)
-        B[i] = [np.nan if b is None else b for b in bound]
-        ok[i] = sc.feasible
-        cols = [{"feasible": (np.ones(1), np.ones(1, dtype=bool)),
-                 **{k: (np.array([float(v)]), np.ones(1, dtype=bool)) for k, v in m.items()
-                    if isinstance(v, (int, float)) and not isinstance(v, bool)}} for m in per_model.values()]
-        H[i] = hints(cols, hint_metrics)[0]
     return B, ok, H
 
 

@@ -41,7 +41,7 @@ def bound_arrays(cfg: Any, designs: Sequence[Mapping[str, Any]]) -> tuple[np.nda
     (``bounds.HINTS``, worst over the workloads; 0 where none). Computed on numpy columns over
     every design at once (``bound_table``: 4-7x faster on a pool of 2,000), equal bit for bit to
     ``bound_arrays_reference`` (``tests/search/test_bound_table.py``)."""
-    return bound_table.bound_arrays(cfg, designs, HINT_METRICS)
+    return bound_table.bound_arrays(cfg, designs, HINT_METRICS, bound_arrays_reference)
 
 
 def bound_arrays_reference(cfg: Any, designs: Sequence[Mapping[str, Any]]

@@ -197,12 +197,7 @@ def _screened_on(objs: ObjectiveSet) -> tuple[tuple[bool, ...], tuple[str, ...]]
     ``objs``, computed once per objective set (``design_bound`` runs once per candidate)."""
     hit = _SCREENED_ON.get(id(objs))
     if hit is None or hit[0] is not objs:
-        keep = {"feasible", "infeasible_reason"}
-        for c in objs.constraints:
-            if valid_for_constraint(c):
-                keep.add(c.metric)
-                if isinstance(c.rhs, str):
-                    keep.add(c.rhs)
+        keep = constraint_metrics(objs)
         if len(_SCREENED_ON) >= 8:
             _SCREENED_ON.clear()
         hit = _SCREENED_ON[id(objs)] = (objs, tuple(valid_for_objective(o) for o in objs.objectives),
@@ -234,13 +229,20 @@ def bound_value(o: Objective, vals: Sequence[Any]) -> float | None:
 
 def constraint_view(objs: ObjectiveSet, m: Mapping[str, Any]) -> dict[str, Any]:
     """The bound metrics a constraint may be judged on (the others are left out: met)."""
+    keep = constraint_metrics(objs)
+    return {k: v for k, v in m.items() if k in keep}
+
+
+def constraint_metrics(objs: ObjectiveSet) -> set[str]:
+    """The metrics ``constraint_view`` keeps: the verdict, and both sides of every constraint a
+    bound can judge (``valid_for_constraint``)."""
     keep = {"feasible", "infeasible_reason"}
     for c in objs.constraints:
         if valid_for_constraint(c):
             keep.add(c.metric)
             if isinstance(c.rhs, str):
                 keep.add(c.rhs)
-    return {k: v for k, v in m.items() if k in keep}
+    return keep
 
 
 def record_screened(trial, key: str, design: Mapping[str, Any], s: Screened, constraint_keys: Sequence[str]

@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dse.search import bound_table, draw, estimate
+from dse.search import draw, estimate
 from dse.search.objectives import ObjectiveSet, load_objectives
 from dse.search.study import load_study
 
@@ -32,7 +32,7 @@ def _designs(cfg, seed: int, n: int = 120) -> list[dict]:
 
 def _assert_equal(cfg, designs) -> None:
     slow = estimate.bound_arrays_reference(cfg, designs)
-    fast = bound_table.bound_arrays(cfg, designs, estimate.HINT_METRICS)
+    fast = estimate.bound_arrays(cfg, designs)
     for name, a, b in zip(("bounds", "ok", "hints"), slow, fast):
         assert a.shape == b.shape and a.dtype == b.dtype, name
         same = (a == b) | (np.isnan(a) & np.isnan(b)) if a.dtype != bool else a == b
@@ -61,5 +61,5 @@ def test_a_closed_form_study_goes_the_per_design_way_and_agrees():
 
 
 def test_no_valid_design():
-    B, ok, H = bound_table.bound_arrays(FULL, [{"pe_groups_per_core": 1000}], estimate.HINT_METRICS)
+    B, ok, H = estimate.bound_arrays(FULL, [{"pe_groups_per_core": 1000}])
     assert np.isnan(B).all() and not ok.any() and not H.any()
