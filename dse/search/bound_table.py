@@ -41,13 +41,7 @@ def bound_arrays(cfg: Any, designs: Sequence[Mapping[str, Any]], hint_metrics: S
     B = np.full((len(designs), len(objs.objectives)), np.nan)
     H = np.zeros((len(designs), len(hint_metrics) + 1))
     ok = np.zeros(len(designs), dtype=bool)
-    rows, points = [], []
-    for i, d in enumerate(designs):
-        try:
-            points.append(cfg.points(d))
-            rows.append(i)
-        except ConfigError:
-            continue
+    rows, points = valid_points(cfg, designs)
     if not rows:
         return B, ok, H
     models = list(points[0])
@@ -62,6 +56,18 @@ def bound_arrays(cfg: Any, designs: Sequence[Mapping[str, Any]], hint_metrics: S
     ok[idx] = feasible(objs, per_model)
     H[idx] = hints(per_model, hint_metrics)
     return B, ok, H
+
+
+def valid_points(cfg: Any, designs: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[dict[str, Any]]]:
+    """(indices, design points on every workload) of the designs ``cfg.points`` accepts."""
+    rows, points = [], []
+    for i, d in enumerate(designs):
+        try:
+            points.append(cfg.points(d))
+            rows.append(i)
+        except ConfigError:
+            continue
+    return rows, points
 
 
 def bound_columns(points: Sequence[Any]) -> dict[str, Column]:

@@ -23,7 +23,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from dse.errors import ConfigError
 from dse.search import bound_table, fidelity, pareto
 from dse.search.bounds import HINTS
 from dse.search.objectives import score
@@ -52,13 +51,7 @@ def bound_arrays_reference(cfg: Any, designs: Sequence[Mapping[str, Any]]
     B = np.full((len(designs), m), np.nan)
     H = np.zeros((len(designs), len(HINT_METRICS) + 1))
     ok = np.zeros(len(designs), dtype=bool)
-    rows, points = [], []
-    for i, d in enumerate(designs):
-        try:
-            points.append(cfg.points(d))
-            rows.append(i)
-        except ConfigError:
-            continue
+    rows, points = bound_table.valid_points(cfg, designs)
     for i, pts, per_model in zip(rows, points, fidelity.closed_form_bounds_many(points)):
         if all(p.trace == "catalog" for p in pts.values()):
             sc = score(per_model, cfg.objectives)        # the closed form is the study's own value
