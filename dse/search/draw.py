@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from dse.search.space import Space
+from dse.search.space import Space, ask_knob
 
 
 def legal_int(x: Any, low: int, high: int, step: int) -> bool:
@@ -119,17 +119,9 @@ class _Compiled:
                 continue
             if d.when and not d.active(env):
                 continue
-            if d.type == "categorical":
-                v = trial.suggest_categorical(d.name, choices)
-            else:
-                lo, hi, step = self.bounds(d, refs, env)
-                if d.type == "int":
-                    v = trial.suggest_int(d.name, lo, hi, step=step or 1, log=d.log)
-                else:
-                    v = trial.suggest_float(d.name, lo, hi, step=step, log=d.log)
+            v = ask_knob(trial, d, choices, None if d.type == "categorical" else self.bounds(d, refs, env))
             env[d.name] = out[d.name] = v
         return out
-
 
     def draw(self, rng: np.random.Generator, base: Mapping[str, Any], parent: Mapping[str, Any] | None = None,
              mutate: Sequence[str] = ()) -> dict[str, Any]:

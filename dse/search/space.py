@@ -87,6 +87,15 @@ class Dim:
         return all(env.get(k) in vals for k, vals in self.when)
 
 
+def ask_knob(trial: Any, d: Dim, choices: list, bounds: tuple | None) -> Any:
+    """Ask ``trial`` for active knob ``d``: one of ``choices``, or within ``bounds`` (low, high, step)."""
+    if d.type == "categorical":
+        return trial.suggest_categorical(d.name, choices)
+    if d.type == "int":
+        return trial.suggest_int(d.name, bounds[0], bounds[1], step=bounds[2] or 1, log=d.log)
+    return trial.suggest_float(d.name, bounds[0], bounds[1], step=bounds[2], log=d.log)
+
+
 @dataclass(frozen=True)
 class Space:
     source: str
@@ -100,18 +109,10 @@ class Space:
         env = dict(base)
         out: dict[str, Any] = {}
         for d in self.dims:
-            if d.type == "fixed":
-                v = d.value
-            elif not d.active(env):
+            if d.type != "fixed" and not d.active(env):
                 continue
-            elif d.type == "categorical":
-                v = trial.suggest_categorical(d.name, list(d.choices))
-            else:
-                lo, hi, step = self.bounds(d, env)
-                if d.type == "int":
-                    v = trial.suggest_int(d.name, lo, hi, step=step or 1, log=d.log)
-                else:
-                    v = trial.suggest_float(d.name, lo, hi, step=step, log=d.log)
+            v = d.value if d.type == "fixed" else ask_knob(
+                trial, d, list(d.choices), None if d.type == "categorical" else self.bounds(d, env))
             env[d.name] = out[d.name] = v
         return out
 
