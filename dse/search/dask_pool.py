@@ -52,7 +52,8 @@ class DaskPool:
         else:
             self.client = _connect(distributed, scheduler)
 
-    def submit(self, fn: Callable[..., Any], design: Mapping[str, Any], models: Sequence[str]):
+    def submit(self, fn: Callable[..., Any], design: Mapping[str, Any], models: Sequence[str], group: Any = None):
+        """Start an evaluation (``group`` is ignored: dask places tasks by its own scheduler)."""
         return self.client.submit(self.call, fn, dict(design), tuple(models), pure=False)
 
     def pending(self, handle) -> bool:

@@ -19,6 +19,11 @@ a run interrupted anywhere (Ctrl-C, SIGTERM, SIGKILL, mid-batch or between batch
 any number of times, re-asks the interrupted batch identically (its written trials are asked
 again without being evaluated, and checked) and ends with the trials of an uninterrupted run
 (``samplers.SAMPLERS`` says which samplers promise it; ``dse run`` says so when it cannot).
+With worker processes and a sampler blind to the results (``SamplerKind.blind``: random), the
+next batch is asked while the current one is evaluated, from the sampler seeded for it: the
+trials it asks are those asking after the batch would give, and its evaluations queue behind the
+current batch's, so the workers never wait at the batch barrier (repeats of a design still being
+evaluated wait for it; nothing is written before its batch is told).
 Trials another process left RUNNING with a stale heartbeat (``dse worker``) are failed and
 re-queued by the storage's retry callback; the next run evaluates them first (no replay then).
 """
@@ -60,6 +65,7 @@ class RunSummary:
     interrupted: bool = False
     exhausted: bool = False       # grid: every point done
     screened: int = 0             # trials the multi-fidelity screen spared an evaluation
+    asked_ahead: int = 0          # batches asked while the one before was evaluated (blind samplers)
     notes: list[str] = field(default_factory=list)   # said to the user (e.g. a resume that cannot be exact)
 
 
@@ -131,8 +137,9 @@ class _Run:
             from dse.search import warm
             warm.wait(self.tracing or warm.submit_traces(cfg, pool), pool)
             self.warming = warm.submit_placements(cfg, pool)     # queued ahead of the first batch
-        batches = 0
-        with quick_dispatch(self.jobs != 1 or backend != "loky"):   # workers served at once
+        batches, ahead = 0, None
+        workers = self.jobs != 1 or backend != "loky"
+        with quick_dispatch(workers):   # workers served at once
             try:
                 while self.complete < s.target and (max_batches is None or batches < max_batches):
                     if batches:
@@ -146,7 +153,11 @@ class _Run:
                     k, skip = self._batch_size(max_evaluations)
                     if k <= 0:
                         break
-                    self._run_batch(k, skip, pool)
+                    batch = ahead if ahead is not None and ahead.start == len(self.finished) else None
+                    batch = batch or self._ask_batch(k, skip, pool)
+                    last = max_batches is not None and batches + 1 >= max_batches
+                    ahead = None if last or not workers else self._ask_ahead(batch, k, skip, max_evaluations, pool)
+                    self._tell_batch(batch, write_ahead=ahead is None)
                     batches += 1
                     if on_batch is not None:
                         on_batch(self._progress_line())
@@ -184,25 +195,53 @@ class _Run:
             k = min(k, queued + n_new)
         return k, skip
 
-    def _run_batch(self, k: int, skip: int, pool: EvaluationPool) -> None:
+    def _ask_batch(self, k: int, skip: int, pool: EvaluationPool) -> Batch:
         """Ask the whole batch before telling anything (the sampler sees the same state whatever
         ``jobs`` is); each new design goes to the pool as soon as it is asked. Except for a grid,
         the sampler starts afresh from the trials before the batch, seeded for the batch."""
-        cfg, s = self.cfg, self.summary
+        cfg = self.cfg
         start = len(self.finished) - skip
         if self.grid is None:
             self.mirror.rebuild(self.finished[:start], make_sampler(cfg, batch_seed(cfg.seed, start // cfg.batch)))
         batch = Batch(cfg, (self.mirror.ask() for _ in range(skip + k)), self.env, self.cache, pool, self.fn,
                       skip=skip, screen=screen_for(cfg, self.finished[:start], self.cache))
+        batch.start = len(self.finished)
         self._check_replay(batch.replayed, self.finished[start:])
-        s.evaluations += batch.evaluations
+        return batch
+
+    def _ask_ahead(self, batch: Batch, k: int, skip: int, max_evaluations: int | None,
+                   pool: EvaluationPool) -> Batch | None:
+        """The next batch, asked now while ``batch`` is evaluated (workers never wait at the
+        barrier), where that asks what asking after the barrier would: a sampler blind to the
+        results (``SamplerKind.blind``), no screen, no grid or re-queued trials, no evaluation
+        cap, and a next batch that is full whatever ``batch``'s outcomes (the loop drops it if
+        other processes wrote trials meanwhile)."""
+        cfg = self.cfg
+        start = len(self.finished) + k
+        if (not SAMPLERS[cfg.sampler].blind or cfg.fidelity == "multi" or self.grid is not None
+                or self.mirror.queued or max_evaluations is not None or skip + k != cfg.batch
+                or self.summary.target - self.complete - k < cfg.batch):
+            return None
+        self.mirror.mem.sampler = make_sampler(cfg, batch_seed(cfg.seed, start // cfg.batch))
+        ahead = Batch(cfg, (self.mirror.ask() for _ in range(cfg.batch)), self.env, self.cache, pool, self.fn,
+                      after=batch)
+        ahead.start = start
+        self.summary.asked_ahead += 1
+        return ahead
+
+    def _tell_batch(self, batch: Batch, write_ahead: bool = True) -> None:
+        """Tell (and write) the batch's trials in order, as their evaluations come back; told
+        trials are written while the driver waits for a worker if ``write_ahead`` (not needed
+        when the next batch is already queued: workers are busy while the batch is written)."""
+        s = self.summary
         first = self.mirror.next_number()     # None: each trial written as told
         unwritten = None if first is None else _Unwritten(self.mirror, self.cache, first)
-        batch.before_wait = None if unwritten is None else unwritten.write_ahead
+        batch.before_wait = None if unwritten is None or not write_ahead else unwritten.write_ahead
         try:
             for told in batch:
                 self._tell(told, unwritten)
         finally:                              # Ctrl-C, an error: what was told is kept
+            s.evaluations += batch.evaluations
             if unwritten is not None:
                 unwritten.write()
 

@@ -11,6 +11,10 @@ sampler (``not_resumable`` is the reason a sampler cannot promise it, empty when
 * grid: exact (the queue order decides, not randomness);
 * gp: not promised (its Gaussian-process fit runs in torch, not guaranteed bit-reproducible
   across runs and thread counts); ``dse run`` says so when it resumes a gp study.
+
+``blind``: the sampler's proposals do not depend on the trials' results (random: only on its
+seed). ``dse run`` then asks batch *i + 1* while batch *i* is still being evaluated, so that
+workers never wait at the batch barrier; the trials are those of asking after the barrier.
 """
 from __future__ import annotations
 
@@ -65,6 +69,7 @@ class SamplerKind:
     factory: Callable[[Any, int, dict[str, Any]], Any]
     settings: dict[str, tuple[str, float, float]]     # setting -> (kind, low, high)
     not_resumable: str = ""                            # why a resumed study may differ ("" : it does not)
+    blind: bool = False                                # proposals independent of the results (see above)
 
 
 SAMPLERS: dict[str, SamplerKind] = {
@@ -75,7 +80,7 @@ SAMPLERS: dict[str, SamplerKind] = {
                               "group": ("bool", 0, 1)}),
     "gp": SamplerKind(_gp, {"n_startup_trials": ("int", 0, 100000), "deterministic_objective": ("bool", 0, 1)},
                       not_resumable="its Gaussian-process fit (torch) is not guaranteed bit-reproducible"),
-    "random": SamplerKind(_random, {}),
+    "random": SamplerKind(_random, {}, blind=True),
     "grid": SamplerKind(_random, {}),
     "guided": SamplerKind(_guided, {"pool": ("int", 10, 100000), "mutants": ("float", 0, 1),
                                     "explore": ("float", 0, 1), "extremes": ("bool", 0, 1), "refine": ("bool", 0, 1),

@@ -32,6 +32,7 @@ from dse.search.evaluation import EvaluationPool, Evaluator, Outcome, design_key
 from dse.search.fidelity import record_screened
 from dse.search.objectives import score
 from dse.search.stored import OUTCOME_ATTR, constraint_keys, is_scored, outcome
+from dse.search.warm import domain_key
 
 if TYPE_CHECKING:
     from dse.search.study import StudyConfig
@@ -149,16 +150,23 @@ class Batch:
     the storage (``replayed`` holds them, to check they came out the same).
 
     ``screen`` (multi-fidelity, ``dse.search.fidelity.Screen``): a new design it returns a
-    ``Screened`` for is recorded as screened instead of evaluated."""
+    ``Screened`` for is recorded as screened instead of evaluated.
+
+    ``after``: the batch before, still being told (this one was asked ahead of it): its designs
+    are not submitted again; by the time this batch is told they are in the cache (a failed one
+    is evaluated then, as it would have been had this batch been asked after the other)."""
 
     def __init__(self, cfg: "StudyConfig", trials: Iterable, env: Mapping[str, Any], cache: DesignCache,
-                 pool: EvaluationPool, fn: Evaluator, skip: int = 0, screen: Callable | None = None):
-        self.cfg, self.cache, self.pool = cfg, cache, pool
+                 pool: EvaluationPool, fn: Evaluator, skip: int = 0, screen: Callable | None = None,
+                 after: "Batch | None" = None):
+        self.cfg, self.cache, self.pool, self.fn = cfg, cache, pool, fn
+        earlier = set() if after is None else {key for _, key, _ in after.items}
         self.items: list[tuple[Any, str, dict[str, Any]]] = []
         self.replayed: list[Any] = []
         self.pending: dict[str, Any] = {}
         self.screened: dict[str, Any] = {}
         self.before_wait: Callable[[], None] | None = None   # called before waiting for another process
+        self.start = 0                # the study position of its first trial to tell (set by the runner)
         for t in trials:              # trials may be asked lazily: evaluations start meanwhile
             d = cfg.design(cfg.space.suggest(t, env))
             if len(self.replayed) < skip:
@@ -166,13 +174,13 @@ class Batch:
                 continue
             key = design_key(cfg, d)
             self.items.append((t, key, d))
-            if key in cache or key in self.pending or key in self.screened:
+            if key in cache or key in self.pending or key in self.screened or key in earlier:
                 continue
             hit = screen(d) if screen is not None else None
             if hit is not None:
                 self.screened[key] = hit
             else:
-                self.pending[key] = pool.submit(fn, d, cfg.models)
+                self.pending[key] = pool.submit(fn, d, cfg.models, group=domain_key(d))
 
     @property
     def evaluations(self) -> int:
@@ -189,6 +197,8 @@ class Batch:
             if hit is not None:
                 outcome, dup = Outcome(metrics=hit.metrics), hit.trial
             else:
+                if key not in self.pending:     # the batch before failed to evaluate it
+                    self.pending[key] = self.pool.submit(self.fn, d, self.cfg.models, group=domain_key(d))
                 handle = self.pending[key]
                 if self.before_wait is not None and self.pool.pending(handle):
                     self.before_wait()

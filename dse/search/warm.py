@@ -24,6 +24,12 @@ MAX_WARM_DOMAINS = 64
 TRACE_WINDOWS = ("measured", "profile")
 
 
+def domain_key(design: Mapping[str, Any]) -> tuple:
+    """What a design's scheduling domain and placement are (``DOMAIN_KNOBS``): an evaluation
+    pool keeps designs of one key on one worker, whose caches hold that domain."""
+    return tuple(str(design.get(k)) for k in DOMAIN_KNOBS)
+
+
 def warm_traces(cfg, pool=None) -> None:
     """Generate the study's synthetic traces once (on-disk cache) before the first batch: each
     window (measured, profiling) of each model as its own task on ``pool``'s workers, side by
@@ -135,7 +141,7 @@ def warm_placement(design: Mapping[str, Any], models: Sequence[str]) -> dict[str
 def submit_placements(cfg, pool) -> list:
     """Hand the placements of ``domain_designs`` to the pool's workers (ahead of any evaluation
     submitted later); returns the handles (keep them: a dropped dask future is cancelled)."""
-    return [pool.submit(warm_placement, d, cfg.models) for d in domain_designs(cfg)]
+    return [pool.submit(warm_placement, d, cfg.models, group=domain_key(d)) for d in domain_designs(cfg)]
 
 
 def warm_placements(cfg, pool) -> int:

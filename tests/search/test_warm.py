@@ -38,7 +38,7 @@ TRACE = 'batch = 32\ntrace = "synthetic"\ntrace_steps = 4\nprofile_steps = 4'
 class InlinePool:
     """The pool interface (submit, result), evaluating in this process."""
 
-    def submit(self, fn, design, models):
+    def submit(self, fn, design, models, group=None):
         return fn(design, models)
 
     def result(self, handle):
@@ -90,7 +90,7 @@ def test_warm_traces_on_a_pool_fill_the_trace_cache(tmp_path, monkeypatch):
     submitted = []
 
     class Recording(InlinePool):
-        def submit(self, fn, design, models):
+        def submit(self, fn, design, models, group=None):
             submitted.append(fn.keywords["window"])
             return fn(design, models)
 

@@ -35,7 +35,7 @@ def always_waiting(monkeypatch):
 
 def _study(d, trials: int = 32, storage: str | None = None):
     return load_study(write_study(d, space=TOY_SPACE, objectives=TOY_OBJECTIVES, file="s.toml", trials=trials,
-                                  batch=16, sampler="random"), check_metrics=False, storage=storage)
+                                  batch=16, sampler="nsga2"), check_metrics=False, storage=storage)   # not blind: no batch asked ahead
 
 
 def _stored(cfg) -> list[tuple]:

@@ -1,0 +1,110 @@
+"""Asking the next batch while the current one is evaluated (``runner._Run._ask_ahead``, samplers
+blind to the results) and keeping a scheduling domain on one worker (``EvaluationPool``).
+
+A study run with workers asks ahead, yet ends with exactly the trials, repeats, failures and
+evaluation count of the same study asked batch after batch in one process: repeats of a design
+still being evaluated in the batch before, and a design whose evaluation failed there, included."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from dse.search.evaluation import AFFINITY_MARGIN, EvaluationPool
+from dse.search.results import load_results
+from dse.search.runner import run_study
+from dse.search.study import load_study
+from tests.fixtures import TOY_OBJECTIVES, write_study
+from tests.search.test_runner import fake_eval
+
+# 8 designs: batches of 6 repeat designs of the batch before (the cache's and the ahead path's case)
+SMALL_TOY_SPACE = """
+[params]
+core_side = { type = "int", low = 7, high = 8 }
+tile_width = { type = "categorical", choices = [4, 8] }
+pooling = { type = "categorical", choices = ["direct", "broadcast"] }
+"""
+
+
+def failing_eval(design, models):
+    """``fake_eval``, but the (7, 4, direct) design always fails (a model bug)."""
+    if (design["core_side"], design["tile_width"], design["pooling"]) == (7, 4, "direct"):
+        raise RuntimeError("model bug")
+    time.sleep(0.01)                   # workers still busy when the next batch is asked
+    return fake_eval(design, models)
+
+
+def _cfg(d, sampler: str = "random", trials: int = 30):
+    return load_study(write_study(d, space=SMALL_TOY_SPACE, objectives=TOY_OBJECTIVES, file="s.toml",
+                                  trials=trials, batch=6, seed=3, sampler=sampler), check_metrics=False)
+
+
+def _trials(cfg) -> list[tuple]:
+    return [(r.number, r.state, tuple(sorted(r.params.items())), tuple(r.values or ()), r.duplicate_of,
+             r.error, r.outcome) for r in load_results(cfg).records]
+
+
+def test_a_run_asking_ahead_ends_with_the_trials_of_one_asked_batch_by_batch(tmp_path):
+    one = _cfg(tmp_path / "one")
+    s1 = run_study(one, evaluator=failing_eval)
+    two = _cfg(tmp_path / "two")
+    s2 = run_study(two, jobs=2, evaluator=failing_eval)
+    assert s1.asked_ahead == 0
+    assert s2.asked_ahead == 4                   # batches 2-5 of 5 asked ahead
+    t1, t2 = _trials(one), _trials(two)
+    assert t1 == t2
+    assert any(t[4] is not None for t in t1), "no repeated design: the case is not exercised"
+    failed = [t for t in t1 if t[1] == "FAIL"]
+    assert len({t[0] // 6 for t in failed}) >= 2, "the failing design must recur in later batches"
+    assert (s1.evaluations, s1.duplicates, s1.errors) == (s2.evaluations, s2.duplicates, s2.errors)
+
+
+def test_samplers_that_read_results_never_ask_ahead(tmp_path):
+    cfg = _cfg(tmp_path / "tpe", sampler="tpe", trials=18)
+    s = run_study(cfg, jobs=2, evaluator=failing_eval)
+    assert s.asked_ahead == 0 and s.complete == 18
+
+
+def test_the_last_batches_are_not_asked_ahead_past_the_target(tmp_path):
+    cfg = _cfg(tmp_path / "short", trials=14)     # batches of 6, 6, 2: only the second is asked ahead
+    s = run_study(cfg, jobs=2, evaluator=failing_eval)
+    assert s.asked_ahead == 1
+    assert len(load_results(cfg).records) == 14 + s.errors
+
+
+def _pid(design, models):
+    time.sleep(0.3)                   # nothing finishes while the test submits
+    return {m: {"pid": os.getpid()} for m in models}
+
+
+def test_designs_of_one_group_go_to_one_worker():
+    pool = EvaluationPool(2)
+    try:
+        groups = ["a", "b", "a", "b", "a"]
+        handles = [pool.submit(_pid, {"g": g}, ["m"], group=g) for g in groups]
+        pids = [pool.result(h).metrics["m"]["pid"] for h in handles]
+    finally:
+        pool.close()
+    by_group = {g: {p for p, gg in zip(pids, groups) if gg == g} for g in groups}
+    assert len(by_group["a"]) == 1 and len(by_group["b"]) == 1
+    assert by_group["a"] != by_group["b"]
+
+
+def test_a_group_spills_to_the_shorter_queue_beyond_the_margin():
+    pool = EvaluationPool(2)
+    pool.queued = [0, 0]
+    pool.owner["a"] = 0
+    pool.queued[0] = AFFINITY_MARGIN
+    assert pool._pick("a") == 0                   # within the margin: its own worker
+    pool.queued[0] = AFFINITY_MARGIN + 1
+    assert pool._pick("a") == 1                   # beyond: the shortest queue
+    assert pool._pick(None) == 1
+    assert pool._pick("new") == 1 and pool.owner["new"] == 1
+
+
+@pytest.mark.skipif(not os.path.exists("/lib/x86_64-linux-gnu/libc.so.6") and not os.path.exists("/lib64/libc.so.6"),
+                    reason="glibc only")
+def test_freed_memory_is_kept_for_reuse_on_glibc():
+    from dse.search.evaluation import keep_freed_memory
+    assert keep_freed_memory() is True
