@@ -139,7 +139,9 @@ class _Run:
             self.warming = warm.submit_placements(cfg, pool)     # queued ahead of the first batch
         batches, ahead = 0, None
         workers = self.jobs != 1 or backend != "loky"
-        with quick_dispatch(workers):   # workers served at once
+        # workers served at once at each batch barrier (none to serve when batches are asked ahead:
+        # there the GIL's default switch interval costs the driver less, 8.4-10.3 s against 8.9-10.2 s)
+        with quick_dispatch(workers and not self._blind()):
             try:
                 while self.complete < s.target and (max_batches is None or batches < max_batches):
                     if batches:
@@ -209,6 +211,10 @@ class _Run:
         self._check_replay(batch.replayed, self.finished[start:])
         return batch
 
+    def _blind(self) -> bool:
+        """Whether batches may be asked ahead (``_ask_ahead``) as far as the study is concerned."""
+        return SAMPLERS[self.cfg.sampler].blind and self.cfg.fidelity != "multi" and self.grid is None
+
     def _ask_ahead(self, batch: Batch, k: int, skip: int, max_evaluations: int | None,
                    pool: EvaluationPool) -> Batch | None:
         """The next batch, asked now while ``batch`` is evaluated (workers never wait at the
@@ -218,8 +224,7 @@ class _Run:
         other processes wrote trials meanwhile)."""
         cfg = self.cfg
         start = len(self.finished) + k
-        if (not SAMPLERS[cfg.sampler].blind or cfg.fidelity == "multi" or self.grid is not None
-                or self.mirror.queued or max_evaluations is not None or skip + k != cfg.batch
+        if (not self._blind() or self.mirror.queued or max_evaluations is not None or skip + k != cfg.batch
                 or self.summary.target - self.complete - k < cfg.batch):
             return None
         self.mirror.mem.sampler = make_sampler(cfg, batch_seed(cfg.seed, start // cfg.batch))
