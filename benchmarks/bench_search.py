@@ -17,7 +17,8 @@ Run: python benchmarks/bench_search.py [--seeds 5] [--budget 0.10] [--speed-tria
    the cache is keyed by content) and no placement (each run computes its own). Wall-clock times
    include process start-up, worker start-up, placements and storage. Target >= 1.7x on 2 cores,
    and >= 85 % of what the machine delivers in the same run. The two runs must give identical
-   trials (the batch size, not ``jobs``, fixes the sampler's view). What it runs (``SPEED_SPACE``: 3,360 scheduling designs in 48 (domain,
+   trials (the batch size, not ``jobs``, fixes the sampler's view; the random sampler's next batch is
+   asked while the current one is evaluated, so its workers never wait at a batch barrier). What it runs (``SPEED_SPACE``: 3,360 scheduling designs in 48 (domain,
    placement) pairs; random sampler, 768 trials in batches of 24 as ``studies/full.toml``; traces
    of 128 decode steps): ~640 distinct designs of ~20 ms each, ~88 % of the ``--jobs 1`` run, so a
    run is mostly evaluations, as a real study's is. The earlier study (384 trials of a 384-point
