@@ -165,11 +165,13 @@ def keep_worker_caches(max_growth_bytes: int = WORKER_MEMORY_GROWTH_MAX) -> bool
 
 
 class EvaluationPool:
-    """Process workers (one single-process loky executor each, reused across batches and runs);
-    ``jobs == 1`` evaluates in this process, lazily, when the result is asked for. ``jobs == -1``:
-    every core.
+    """Process workers (joblib's loky executor, reused across batches and runs); ``jobs == 1``
+    evaluates in this process, lazily, when the result is asked for. ``jobs == -1``: every core.
 
-    Designs of one ``group`` (``warm.domain_key``: one scheduling domain and placement) go to
+    Without ``affinity`` the workers share one queue: each takes the next design when it is free
+    (best where the driver waits for a whole batch: no worker idles while another has designs
+    queued). With ``affinity`` (a run whose next batch is queued behind the current one) each
+    worker is a single-process executor of its own, and designs of one ``group`` (``warm.domain_key``: one scheduling domain and placement) go to
     the same worker while its queue is at most ``AFFINITY_MARGIN`` tasks longer than the
     shortest one, else to the worker with the shortest queue. A worker's caches (placement, unit
     layout and per-tile-width job tables: ~5-20 MB and ~10 ms per domain) then serve the
@@ -177,8 +179,8 @@ class EvaluationPool:
     of ``bench_search.py``'s study split between two processes by domain, 10.1-10.5 s of CPU
     against 12.6 s split in turn (one process: 11.3-11.5 s)."""
 
-    def __init__(self, jobs: int):
-        self.jobs = jobs
+    def __init__(self, jobs: int, affinity: bool = False):
+        self.jobs, self.affinity = jobs, affinity
         self.executor = None          # kept for callers that test it (None: no worker started)
         self.owner: dict[Any, int] = {}
         self.queued: list[int] = []   # tasks handed to each worker and not finished
@@ -190,15 +192,18 @@ class EvaluationPool:
         for ``result``."""
         if self.jobs == 1:
             return (fn, design, models)
+        n = self.jobs if self.jobs > 0 else (os.cpu_count() or 1)
         if self.executor is None:
-            n = self.jobs if self.jobs > 0 else (os.cpu_count() or 1)
-            self.executor = _solo_executors(n)
-            self.queued = [0] * n
-        i = self._pick(group)
+            self.executor = _solo_executors(n) if self.affinity else [_shared_executor(n)]
+            self.queued = [0] * len(self.executor)
+        i = self._pick(group) if self.affinity else 0
         try:
             handle = self.executor[i].submit(safe_evaluate, fn, dict(design), tuple(models))
-        except RuntimeError:          # that worker's executor broke (a killed worker): a new one
-            self.executor[i] = _SOLO[i] = _new_executor()
+        except RuntimeError:          # that executor broke (a killed worker): a new one
+            if self.affinity:
+                self.executor[i] = _SOLO[i] = _new_executor()
+            else:
+                self.executor[i] = _shared_executor(n)
             handle = self.executor[i].submit(safe_evaluate, fn, dict(design), tuple(models))
         with self.lock:
             self.queued[i] += 1
@@ -257,6 +262,13 @@ def _new_executor():
                                initializer=_exit_with_driver, initargs=(os.getpid(),))
 
 
+def _shared_executor(n: int):
+    """loky's reusable executor of ``n`` workers sharing one queue (the same one across runs)."""
+    from joblib.externals.loky import get_reusable_executor
+    return get_reusable_executor(max_workers=n, timeout=WORKER_IDLE_TIMEOUT_S,
+                                 initializer=_exit_with_driver, initargs=(os.getpid(),))
+
+
 def _solo_executors(n: int) -> list:
     """``n`` single-worker executors: those this process already started, plus new ones."""
     while len(_SOLO) < n:
@@ -277,10 +289,10 @@ def quick_dispatch(enabled: bool = True) -> Iterator[None]:
         sys.setswitchinterval(before)
 
 
-def make_pool(jobs: int, backend: str = "loky", scheduler: str | None = None):
-    """The evaluation pool of a run: loky processes (``EvaluationPool``) or a dask.distributed
-    cluster (``dask_pool.DaskPool``, same interface)."""
+def make_pool(jobs: int, backend: str = "loky", scheduler: str | None = None, affinity: bool = False):
+    """The evaluation pool of a run: loky processes (``EvaluationPool``, ``affinity`` as there)
+    or a dask.distributed cluster (``dask_pool.DaskPool``, same interface)."""
     if backend == "dask":
         from dse.search.dask_pool import DaskPool
         return DaskPool(safe_evaluate, scheduler=scheduler, workers=jobs)
-    return EvaluationPool(jobs)
+    return EvaluationPool(jobs, affinity)

@@ -103,9 +103,10 @@ class _Run:
         self.env = cfg.base_env()
         make_sampler(cfg, cfg.seed)   # a sampler that cannot be built (missing extra) fails before any file
         self.pool, self.tracing = None, []
+        self.blind = SAMPLERS[cfg.sampler].blind and cfg.fidelity != "multi"   # batches asked ahead
         if jobs != 1 and backend == "loky":   # the workers start and generate traces while the storage opens
             from dse.search import warm
-            self.pool = make_pool(jobs)
+            self.pool = make_pool(jobs, affinity=self.blind)
             self.tracing = warm.submit_traces(cfg, self.pool)
         self.pstudy, storage = open_study(cfg, create=True)
         optuna.storages.fail_stale_trials(self.pstudy)         # trials of dead `dse worker`s: re-queued
@@ -132,7 +133,7 @@ class _Run:
         if self.complete >= s.target:
             pool = EvaluationPool(1)
         else:
-            pool = self.pool or make_pool(self.jobs, backend, scheduler)
+            pool = self.pool or make_pool(self.jobs, backend, scheduler, affinity=self.blind)
         if (self.jobs != 1 or backend != "loky") and self.complete < s.target:
             from dse.search import warm
             warm.wait(self.tracing or warm.submit_traces(cfg, pool), pool)
@@ -141,7 +142,7 @@ class _Run:
         workers = self.jobs != 1 or backend != "loky"
         # workers served at once at each batch barrier (none to serve when batches are asked ahead:
         # there the GIL's default switch interval costs the driver less, 8.4-10.3 s against 8.9-10.2 s)
-        with quick_dispatch(workers and not self._blind()):
+        with quick_dispatch(workers and not self.blind):
             try:
                 while self.complete < s.target and (max_batches is None or batches < max_batches):
                     if batches:
@@ -211,10 +212,6 @@ class _Run:
         self._check_replay(batch.replayed, self.finished[start:])
         return batch
 
-    def _blind(self) -> bool:
-        """Whether batches may be asked ahead (``_ask_ahead``) as far as the study is concerned."""
-        return SAMPLERS[self.cfg.sampler].blind and self.cfg.fidelity != "multi" and self.grid is None
-
     def _ask_ahead(self, batch: Batch, k: int, skip: int, max_evaluations: int | None,
                    pool: EvaluationPool) -> Batch | None:
         """The next batch, asked now while ``batch`` is evaluated (workers never wait at the
@@ -224,7 +221,8 @@ class _Run:
         other processes wrote trials meanwhile)."""
         cfg = self.cfg
         start = len(self.finished) + k
-        if (not self._blind() or self.mirror.queued or max_evaluations is not None or skip + k != cfg.batch
+        if (not self.blind or self.grid is not None or self.mirror.queued or max_evaluations is not None
+                or skip + k != cfg.batch
                 or self.summary.target - self.complete - k < cfg.batch):
             return None
         self.mirror.mem.sampler = make_sampler(cfg, batch_seed(cfg.seed, start // cfg.batch))

@@ -79,7 +79,7 @@ def _pid(design, models):
 
 
 def test_designs_of_one_group_go_to_one_worker():
-    pool = EvaluationPool(2)
+    pool = EvaluationPool(2, affinity=True)
     try:
         groups = ["a", "b", "a", "b", "a"]
         handles = [pool.submit(_pid, {"g": g}, ["m"], group=g) for g in groups]
@@ -92,7 +92,7 @@ def test_designs_of_one_group_go_to_one_worker():
 
 
 def test_a_group_spills_to_the_shorter_queue_beyond_the_margin():
-    pool = EvaluationPool(2)
+    pool = EvaluationPool(2, affinity=True)
     pool.queued = [0, 0]
     pool.owner["a"] = 0
     pool.queued[0] = AFFINITY_MARGIN
@@ -101,6 +101,16 @@ def test_a_group_spills_to_the_shorter_queue_beyond_the_margin():
     assert pool._pick("a") == 1                   # beyond: the shortest queue
     assert pool._pick(None) == 1
     assert pool._pick("new") == 1 and pool.owner["new"] == 1
+
+
+def test_without_affinity_the_workers_share_one_queue():
+    pool = EvaluationPool(2)
+    try:
+        handles = [pool.submit(_pid, {"g": "a"}, ["m"], group="a") for _ in range(6)]
+        pids = {pool.result(h).metrics["m"]["pid"] for h in handles}
+    finally:
+        pool.close()
+    assert len(pool.queued) == 1 and len(pids) == 2      # one group, yet both workers took designs
 
 
 @pytest.mark.skipif(not os.path.exists("/lib/x86_64-linux-gnu/libc.so.6") and not os.path.exists("/lib64/libc.so.6"),
