@@ -7,6 +7,7 @@ still being evaluated in the batch before, and a design whose evaluation failed 
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import pytest
@@ -118,3 +119,30 @@ def test_without_affinity_the_workers_share_one_queue():
 def test_freed_memory_is_kept_for_reuse_on_glibc():
     from dse.search.evaluation import keep_freed_memory
     assert keep_freed_memory() is True
+
+
+def test_a_study_asking_ahead_killed_three_times_ends_as_an_uninterrupted_run(tmp_path):
+    """The random sampler's batches asked ahead, killed with the next batch in flight (SIGKILL and
+    SIGTERM mid-batch, Ctrl-C at a batch boundary, all with --jobs 2), then resumed with --jobs 2:
+    the trials, front and knee of an uninterrupted --jobs 1 run; the asked-ahead batch never
+    reaches the storage before its turn."""
+    from tests.search.test_resume import BATCH, interrupted_run, outcome, write_study as write_resume_study, written
+    study = write_resume_study(tmp_path)
+    study.write_text(study.read_text().replace('name = "nsga2"\npopulation_size = 8', 'name = "random"'))
+    assert 'name = "random"' in study.read_text()
+    ref_cfg = load_study(study, storage=f"sqlite:///{tmp_path / 'ref.db'}")
+    run_study(ref_cfg)
+    want = outcome(ref_cfg)
+    storage = f"sqlite:///{tmp_path / 'killed.db'}"
+    done = 0
+    for kill_at, signame in [(BATCH + 3, "SIGKILL"), (2 * BATCH, "SIGINT"), (3 * BATCH - 2, "SIGTERM")]:
+        rc = interrupted_run(study, storage, kill_at, signame, 2, tmp_path / f"run-{kill_at}.log")
+        assert rc == (130 if signame == "SIGINT" else -getattr(signal, signame))
+        want_done, done = written(kill_at, signame, done), len(load_results(load_study(study, storage=storage)).records)
+        assert done in want_done, f"killed after trial {kill_at} ({signame}) but the study holds {done}"
+    cfg = load_study(study, storage=storage)
+    s = run_study(cfg, jobs=2)
+    assert s.notes == [] and s.asked_ahead >= 1
+    got = outcome(cfg)
+    assert got["trials"] == want["trials"]
+    assert got["front"] == want["front"] and got["knee"] == want["knee"]
