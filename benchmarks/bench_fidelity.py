@@ -26,10 +26,18 @@ feasible designs that were not weakly dominated by the front of the trials befor
 
 ``--budget``: also runs the multi-fidelity study until it has spent one third of the plain TPE
 run's trace-driven evaluations (at most 3x its trials).
+
+``--cache DIR``: keeps each plain run's summary, front and oracle count in ``DIR`` (one JSON file
+per seed, run and trial budget, keyed by a hash of ``studies/full.toml``) and reuses them: the
+plain runs do not change when only the multi-fidelity study's settings do. ``--multi STUDY``:
+another multi-fidelity study file in place of ``studies/full-multifidelity.toml`` (a variant
+being measured).
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import math
 import os
 import sys
@@ -58,6 +66,26 @@ def run(study: Path, seed: int, trials: int | None, tmp: Path, max_evaluations: 
     t0 = time.perf_counter()
     s = run_study(cfg, max_evaluations=max_evaluations)
     return cfg, s, time.perf_counter() - t0
+
+
+def cached_run(study: Path, seed: int, trials: int | None, tmp: Path, cache: Path | None,
+               sampler: str | None = None, oracle: bool = False) -> tuple:
+    """(summary dict, front, seconds, oracle evaluations or None) of a plain run, from ``cache``
+    when it holds one for the same study file, seed, trials and sampler."""
+    key = hashlib.sha256(study.read_bytes()).hexdigest()[:12]
+    path = cache / f"{study.stem}-{sampler or 'shipped'}-{seed}-{trials}-{key}.json" if cache else None
+    if path is not None and path.exists():
+        d = json.loads(path.read_text())
+        return d["summary"], np.array(d["front"], dtype=float).reshape(-1, d["m"]), d["seconds"], d["oracle"]
+    cfg, s, dt = run(study, seed, trials, tmp, sampler=sampler)
+    F = fronts([cfg])[0]
+    summ = {k: getattr(s, k) for k in ("complete", "evaluations", "screened", "duplicates")}
+    need = oracle_evaluations(cfg) if oracle else None
+    if path is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"summary": summ, "front": F.tolist(), "m": F.shape[1], "seconds": dt,
+                                    "oracle": need}))
+    return summ, F, dt, need
 
 
 def oracle_evaluations(cfg) -> int:
@@ -94,28 +122,31 @@ def hypervolume_shares(Fs: list[np.ndarray]) -> list[float]:
     return [pareto.hypervolume((F - lo) / span, ref) / total if len(F) else 0.0 for F in Fs]
 
 
-def one_seed(seed: int, trials: int | None, tmp: Path, budget: bool) -> tuple[list[tuple], list[str]]:
+def one_seed(seed: int, trials: int | None, tmp: Path, budget: bool, cache: Path | None = None,
+             multi: Path = MULTI) -> tuple[list[tuple], list[str]]:
     """The seed's table rows and verdicts."""
+    from types import SimpleNamespace as NS
     from dse.search.study import load_study
-    runs = [("plain tpe", *run(PLAIN, seed, trials, tmp, sampler="tpe"))]
+    summ, F, dt, need = cached_run(PLAIN, seed, trials, tmp, cache, sampler="tpe", oracle=True)
+    runs = [("plain tpe", NS(**summ), dt, F)]
     shipped = load_study(PLAIN)
     if (shipped.sampler, dict(shipped.sampler_settings)) != ("tpe", {}):
-        runs.append((f"plain {shipped.sampler}", *run(PLAIN, seed, trials, tmp)))
-    runs.append(("multi", *run(MULTI, seed, None, tmp)))
+        s2, F2, dt2, _ = cached_run(PLAIN, seed, trials, tmp, cache)
+        runs.append((f"plain {shipped.sampler}", NS(**s2), dt2, F2))
+    cfg, s, dt = run(multi, seed, None, tmp)
+    runs.append(("multi", s, dt, fronts([cfg])[0]))
     if budget:
-        cap = math.ceil(runs[0][2].evaluations / 3)
-        multi_trials = load_study(MULTI).trials
-        runs.append(("multi, 1/3 of tpe", *run(MULTI, seed, 3 * max(multi_trials, runs[0][2].complete), tmp,
-                                               max_evaluations=cap)))
-    Fs = fronts([c for _, c, _, _ in runs])
-    shares = hypervolume_shares(Fs)
-    base_eval, base_hv = runs[0][2].evaluations, shares[0]
+        cap = math.ceil(runs[0][1].evaluations / 3)
+        multi_trials = load_study(multi).trials
+        cfg, s, dt = run(multi, seed, 3 * max(multi_trials, runs[0][1].complete), tmp, max_evaluations=cap)
+        runs.append(("multi, 1/3 of tpe", s, dt, fronts([cfg])[0]))
+    shares = hypervolume_shares([F for *_, F in runs])
+    base_eval, base_hv = runs[0][1].evaluations, shares[0]
     rows = []
-    for (tag, cfg, s, dt), hv, F in zip(runs, shares, Fs):
+    for (tag, s, dt, F), hv in zip(runs, shares):
         rows.append((seed, tag, s.complete, s.evaluations, s.screened, s.duplicates, len(F), hv,
                      s.evaluations / base_eval, hv / base_hv if base_hv else math.nan, dt))
-    need = oracle_evaluations(runs[0][1])
-    rows.append((seed, "oracle (plain tpe)", runs[0][2].complete, need, 0, 0, 0, math.nan, need / base_eval,
+    rows.append((seed, "oracle (plain tpe)", runs[0][1].complete, need, 0, 0, 0, math.nan, need / base_eval,
                  math.nan, 0.0))
     m = [r for r in rows if r[1] == "multi"][0]
     verdicts = [(r[1], m[3] * 3 <= r[3] and m[7] >= r[7],
@@ -130,18 +161,20 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=None, help="trials of the plain runs (default: the study's)")
     ap.add_argument("--seeds", default="0,1")
     ap.add_argument("--budget", action="store_true", help="also the run limited to 1/3 of the evaluations")
+    ap.add_argument("--cache", type=Path, default=None, help="keep and reuse the plain runs' results here")
+    ap.add_argument("--multi", type=Path, default=MULTI, help="the multi-fidelity study file to measure")
     a = ap.parse_args()
     from dse.search.storage import quiet_optuna
     head = (f"{'seed':>4s} {'run':18s} {'trials':>6s} {'trace evals':>11s} {'screened':>8s} {'repeats':>7s} "
             f"{'front':>5s} {'HV share':>8s} {'evals/tpe':>11s} {'HV/tpe':>8s} {'time s':>7s}")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"bench_fidelity: {PLAIN.name} vs {MULTI.name}, seeds {a.seeds}; {os.cpu_count()} cores, "
+    print(f"bench_fidelity: {PLAIN.name} vs {a.multi.name}, seeds {a.seeds}; {os.cpu_count()} cores, "
           f"load average {load:.2f} at start")
     print(head, flush=True)
     verdicts = []
     with tempfile.TemporaryDirectory() as d, quiet_optuna():
         for seed in (int(x) for x in a.seeds.split(",")):
-            rows, said = one_seed(seed, a.trials, Path(d), a.budget)
+            rows, said = one_seed(seed, a.trials, Path(d), a.budget, a.cache, a.multi.resolve())
             verdicts += said
             for r in rows:
                 print(f"{r[0]:4d} {r[1]:18s} {r[2]:6d} {r[3]:11d} {r[4]:8d} {r[5]:7d} {r[6]:5d} {r[7]:8.3f} "
