@@ -184,6 +184,7 @@ class EvaluationPool:
         self.executor = None          # kept for callers that test it (None: no worker started)
         self.owner: dict[Any, int] = {}
         self.queued: list[int] = []   # tasks handed to each worker and not finished
+        self.owned: list[int] = []
         self.handles: set = set()     # those tasks
         self.lock = threading.Lock()
 
@@ -196,6 +197,7 @@ class EvaluationPool:
         if self.executor is None:
             self.executor = _solo_executors(n) if self.affinity else [_shared_executor(n)]
             self.queued = [0] * len(self.executor)
+            self.owned = [0] * len(self.executor)     # groups each worker owns
         i = self._pick(group) if self.affinity else 0
         try:
             handle = self.executor[i].submit(safe_evaluate, fn, dict(design), tuple(models))
@@ -212,11 +214,16 @@ class EvaluationPool:
         return handle
 
     def _pick(self, group: Any) -> int:
+        """The worker for a task of ``group``: its owner unless that queue is too long, else (and
+        for a new group, which it then owns) the shortest queue, ties to the fewest groups owned."""
         with self.lock:
-            least = min(range(len(self.queued)), key=self.queued.__getitem__)
+            least = min(range(len(self.queued)), key=lambda j: (self.queued[j], self.owned[j]))
             if group is None:
                 return least
-            mine = self.owner.setdefault(group, least)
+            if group not in self.owner:
+                self.owner[group] = least
+                self.owned[least] += 1
+            mine = self.owner[group]
             return mine if self.queued[mine] - self.queued[least] <= AFFINITY_MARGIN else least
 
     def _done(self, i: int, handle) -> None:

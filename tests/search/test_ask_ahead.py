@@ -94,14 +94,31 @@ def test_designs_of_one_group_go_to_one_worker():
 
 def test_a_group_spills_to_the_shorter_queue_beyond_the_margin():
     pool = EvaluationPool(2, affinity=True)
-    pool.queued = [0, 0]
+    pool.queued, pool.owned = [0, 0], [1, 0]
     pool.owner["a"] = 0
     pool.queued[0] = AFFINITY_MARGIN
     assert pool._pick("a") == 0                   # within the margin: its own worker
     pool.queued[0] = AFFINITY_MARGIN + 1
     assert pool._pick("a") == 1                   # beyond: the shortest queue
     assert pool._pick(None) == 1
-    assert pool._pick("new") == 1 and pool.owner["new"] == 1
+    assert pool._pick("new") == 1 and pool.owner["new"] == 1 and pool.owned == [1, 1]
+    pool.queued = [0, 0]
+    pool.owned = [3, 1]
+    assert pool._pick("newer") == 1                # equal queues: the worker owning fewer groups
+
+
+def _pid_now(design, models):
+    return {m: {"pid": os.getpid()} for m in models}
+
+
+def test_new_groups_spread_over_idle_workers():
+    """Each task done before the next is submitted (queues always empty): groups still alternate."""
+    pool = EvaluationPool(2, affinity=True)
+    try:
+        pids = [pool.result(pool.submit(_pid_now, {}, ["m"], group=g)).metrics["m"]["pid"] for g in "abcd"]
+    finally:
+        pool.close()
+    assert len(set(pids)) == 2 and pids[0] == pids[2] and pids[1] == pids[3]
 
 
 def test_without_affinity_the_workers_share_one_queue():
