@@ -203,6 +203,7 @@ class EvaluationPool:
             handle = self.executor[i].submit(safe_evaluate, fn, dict(design), tuple(models))
         except RuntimeError:          # that executor broke (a killed worker): a new one
             if self.affinity:
+                _SOLO[i].shutdown(wait=False)
                 self.executor[i] = _SOLO[i] = _new_executor()
             else:
                 self.executor[i] = _shared_executor(n)
@@ -269,6 +270,14 @@ def _new_executor():
                                initializer=_exit_with_driver, initargs=(os.getpid(),))
 
 
+def _shut_solo() -> None:
+    """At exit: let the single-worker executors go while the interpreter is whole (dropped
+    later, during its teardown, loky's clean-up reports an ignored exception)."""
+    for ex in _SOLO:
+        ex.shutdown(wait=False)
+    _SOLO.clear()
+
+
 def _shared_executor(n: int):
     """loky's reusable executor of ``n`` workers sharing one queue (the same one across runs)."""
     from joblib.externals.loky import get_reusable_executor
@@ -278,6 +287,9 @@ def _shared_executor(n: int):
 
 def _solo_executors(n: int) -> list:
     """``n`` single-worker executors: those this process already started, plus new ones."""
+    if not _SOLO:
+        import atexit
+        atexit.register(_shut_solo)
     while len(_SOLO) < n:
         _SOLO.append(_new_executor())
     return _SOLO[:n]
