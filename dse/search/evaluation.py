@@ -171,9 +171,10 @@ class EvaluationPool:
     Without ``affinity`` the workers share one queue: each takes the next design when it is free
     (best where the driver waits for a whole batch: no worker idles while another has designs
     queued). With ``affinity`` (a run whose next batch is queued behind the current one) each
-    worker is a single-process executor of its own, and designs of one ``group`` (``warm.domain_key``: one scheduling domain and placement) go to
-    the same worker while its queue is at most ``AFFINITY_MARGIN`` tasks longer than the
-    shortest one, else to the worker with the shortest queue. A worker's caches (placement, unit
+    worker is a single-process executor of its own, and designs of one ``group``
+    (``warm.domain_key``: one scheduling domain and placement) go to the same worker while its
+    queue is at most ``AFFINITY_MARGIN`` tasks longer than the shortest one, else to the worker
+    with the shortest queue. A worker's caches (placement, unit
     layout and per-tile-width job tables: ~5-20 MB and ~10 ms per domain) then serve the
     group's later designs instead of being rebuilt in every worker: measured on the 644 designs
     of ``bench_search.py``'s study split between two processes by domain, 10.1-10.5 s of CPU
