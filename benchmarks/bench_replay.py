@@ -4,7 +4,8 @@ Run: python benchmarks/bench_replay.py [--study studies/full.toml] [--storage UR
 
 1. The study runs once (``--jobs 1``, a fresh SQLite file and a fresh cache directory) unless
    ``--storage`` names a finished run of it; its distinct evaluated designs are the replay set.
-2. Each replay runs in a fresh process (empty in-process caches) and evaluates every design once,
+2. Each replay runs in a fresh process (empty in-process caches) and evaluates every design once
+   as an evaluation worker does,
    timed with that process's CPU time (one core, insensitive to other load) and wall time:
    * ``cold``: a fresh cache directory (the first design, untimed, generates the traces; every
      placement is computed);
@@ -28,15 +29,17 @@ TARGET = 100.0
 
 
 def replay(designs_file: str, study: str) -> None:
-    """Child process: evaluate every design, print designs, CPU seconds and wall seconds."""
-    from dse.search.runner import evaluate_design
+    """Child process: evaluate every design as an evaluation worker does (``safe_evaluate``, which
+    also sets the process's memory reuse), print designs, CPU seconds and wall seconds."""
+    from dse.search.evaluation import evaluate_design, safe_evaluate
     from dse.search.study import load_study
     cfg = load_study(study, check_metrics=False)
     designs = json.loads(Path(designs_file).read_text())
-    evaluate_design(designs[0], cfg.models)              # trace load and imports, not timed
+    safe_evaluate(evaluate_design, designs[0], cfg.models)   # trace load and imports, not timed
     c0, w0 = time.process_time(), time.perf_counter()
     for d in designs[1:]:
-        evaluate_design(d, cfg.models)
+        if not safe_evaluate(evaluate_design, d, cfg.models).ok:
+            raise SystemExit(f"design failed to evaluate: {d}")
     print(json.dumps({"designs": len(designs) - 1, "cpu_s": time.process_time() - c0,
                       "wall_s": time.perf_counter() - w0}))
 
