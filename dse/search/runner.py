@@ -156,8 +156,10 @@ class _Run:
                     k, skip = self._batch_size(max_evaluations)
                     if k <= 0:
                         break
-                    batch = ahead if ahead is not None and ahead.start == len(self.finished) else None
-                    batch = batch or self._ask_batch(k, skip, pool)
+                    if ahead is not None and ahead.start == len(self.finished):
+                        batch = ahead                          # asked while the batch before ran
+                    else:
+                        batch = self._ask_batch(k, skip, pool)
                     last = max_batches is not None and batches + 1 >= max_batches
                     ahead = None if last or not workers else self._ask_ahead(batch, k, skip, max_evaluations, pool)
                     self._tell_batch(batch, write_ahead=ahead is None)

@@ -180,7 +180,11 @@ class Batch:
             if hit is not None:
                 self.screened[key] = hit
             else:
-                self.pending[key] = pool.submit(fn, d, cfg.models, group=domain_key(d))
+                self.pending[key] = self._submit(d)
+
+    def _submit(self, design: dict[str, Any]):
+        """Hand a design to the pool, on the worker of its scheduling domain."""
+        return self.pool.submit(self.fn, design, self.cfg.models, group=domain_key(design))
 
     @property
     def evaluations(self) -> int:
@@ -198,7 +202,7 @@ class Batch:
                 outcome, dup = Outcome(metrics=hit.metrics), hit.trial
             else:
                 if key not in self.pending:     # the batch before failed to evaluate it
-                    self.pending[key] = self.pool.submit(self.fn, d, self.cfg.models, group=domain_key(d))
+                    self.pending[key] = self._submit(d)
                 handle = self.pending[key]
                 if self.before_wait is not None and self.pool.pending(handle):
                     self.before_wait()
