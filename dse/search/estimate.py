@@ -43,6 +43,46 @@ def bound_arrays(cfg: Any, designs: Sequence[Mapping[str, Any]]) -> tuple[np.nda
     return bound_table.bound_arrays(cfg, designs, HINT_METRICS, bound_arrays_reference)
 
 
+class BoundMemo:
+    """``bound_arrays`` rows kept by design for a study (``guided.memo_of``): a design's row does not
+    depend on the designs computed beside it (each row is the per-design reference's,
+    ``tests/search/test_bound_table.py``), so the evaluated designs' bounds, which every plan's
+    regression reads, are computed once per study rather than once per batch."""
+
+    MAX_ROWS = 50_000                 # then it starts afresh (a cache: only speed depends on it)
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple, tuple[np.ndarray, bool, np.ndarray]] = {}
+
+    @staticmethod
+    def key(design: Mapping[str, Any]) -> tuple:
+        return tuple(sorted((k, repr(v)) for k, v in design.items()))
+
+    def keep(self, designs: Sequence[Mapping[str, Any]], B: np.ndarray, ok: np.ndarray, H: np.ndarray) -> None:
+        """Remember the rows of ``designs`` (as ``bound_arrays`` returned them)."""
+        if len(self.rows) + len(designs) > self.MAX_ROWS:
+            self.rows.clear()
+        for d, b, o, h in zip(designs, B, ok, H):
+            self.rows[self.key(d)] = (b.copy(), bool(o), h.copy())
+
+    def arrays(self, cfg: Any, designs: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``bound_arrays(cfg, designs)``, computing only the rows not kept yet."""
+        keys = [self.key(d) for d in designs]
+        rows = {i: self.rows[k] for i, k in enumerate(keys) if k in self.rows}
+        if not rows:
+            B, ok, H = bound_arrays(cfg, designs)
+            self.keep(designs, B, ok, H)
+            return B, ok, H
+        miss = [i for i in range(len(designs)) if i not in rows]
+        if miss:
+            B, ok, H = bound_arrays(cfg, [designs[i] for i in miss])
+            rows.update((i, (B[j], bool(ok[j]), H[j])) for j, i in enumerate(miss))
+            self.keep([designs[i] for i in miss], B, ok, H)
+        out = [rows[i] for i in range(len(designs))]
+        return (np.array([r[0] for r in out]), np.array([r[1] for r in out], dtype=bool),
+                np.array([r[2] for r in out]))
+
+
 def bound_arrays_reference(cfg: Any, designs: Sequence[Mapping[str, Any]]
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``bound_arrays`` one design at a time (a dict of bound metrics per design and workload,
@@ -143,15 +183,16 @@ class Estimator:
     """Estimated objectives (minimisation form) and probability of being feasible of candidates,
     learnt from the evaluated designs ``ev`` (``dse.search.guided.Evaluated``; module docstring);
     ``ridge``: the penalty of every regression; ``logistic``: feasibility from
-    ``logistic_model`` instead of the clipped fit of the worst constraint value."""
+    ``logistic_model`` instead of the clipped fit of the worst constraint value; ``memo``: the
+    sampler's ``BoundMemo`` of the evaluated designs' bounds."""
 
-    def __init__(self, cfg: Any, ev: Any, ridge: float, logistic: bool = False):
+    def __init__(self, cfg: Any, ev: Any, ridge: float, logistic: bool = False, memo: BoundMemo | None = None):
         self.cfg, self.ev = cfg, ev
         self.ratio = self.feasibility = self.p_infeasible = None
         self.ridge, self.Xev = ridge, None
         if not ev.feasible.any():
             return
-        evB, _, evH = bound_arrays(cfg, ev.designs)
+        evB, _, evH = (memo or BoundMemo()).arrays(cfg, ev.designs)
         Xev = self.Xev = features(cfg, ev.params, evB, evH)
         with np.errstate(all="ignore"):
             logr = np.log(np.abs(ev.values) / np.abs(evB))

@@ -50,7 +50,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from dse.search import draw, pareto
-from dse.search.estimate import Estimator, bound_arrays
+from dse.search.estimate import BoundMemo, Estimator, bound_arrays
 
 EPS_SAME = 1e-12             # normalised distance under which an estimate counts as already there
 DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "refine": False, "samples": 10000,
@@ -101,12 +101,16 @@ def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int, mutant
 
 
 def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
-         settings: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The ``k`` parameter sets of the next batch (see the module docstring)."""
+         settings: Mapping[str, Any] | None = None, memo: BoundMemo | None = None) -> list[dict[str, Any]]:
+    """The ``k`` parameter sets of the next batch (see the module docstring); ``memo`` keeps the
+    bounds of the designs picked, for the regressions of the plans after (a cache: the plan is
+    the same without it)."""
     s = {**DEFAULTS, **(settings or {})}
+    memo = memo or BoundMemo()
     ev = Evaluated(cfg, trials)
     cands = candidates(cfg, ev, rng, int(s["pool"]), float(s["mutants"]))
-    B, ok, H = bound_arrays(cfg, [cfg.design(p) for p in cands])
+    designs = [cfg.design(p) for p in cands]
+    B, ok, H = bound_arrays(cfg, designs)
     Bmin = pareto.to_min(np.where(np.isnan(B), np.inf, B), cfg.objectives.directions)
     ok &= np.isfinite(Bmin).all(axis=1)
     if len(ev.front):
@@ -114,7 +118,7 @@ def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
     idx = np.flatnonzero(ok)
     if not len(idx):
         return [draw.uniform(cfg.space, cfg.base_env(), rng) for _ in range(k)]
-    estimator = Estimator(cfg, ev, float(s["ridge"]), bool(s["logistic"]))
+    estimator = Estimator(cfg, ev, float(s["ridge"]), bool(s["logistic"]), memo)
     est, p_ok = estimator([cands[i] for i in idx], B[idx], H[idx])
     n_explore = min(len(idx), int(round(float(s["explore"]) * k)))
     picked = greedy_hv(est, ev.front, k - n_explore, rng, int(s["samples"]), p_ok,
@@ -125,7 +129,9 @@ def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
                                                           n_explore)]
     elif n_explore and len(rest):
         picked += [int(i) for i in rng.choice(rest, size=min(n_explore, len(rest)), replace=False)]
-    return [cands[idx[i]] for i in picked]
+    rows = idx[picked]
+    memo.keep([designs[i] for i in rows], B[rows], ok[rows], H[rows])
+    return [cands[i] for i in rows]
 
 
 def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, samples: int,
@@ -151,35 +157,61 @@ def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, sa
     for j in range(E.shape[1]):
         dom &= E[:, j, None] <= X[None, :, j]
     uncovered = np.ones(len(X), dtype=bool)
-    S = (F - lo) / span if len(F) else np.zeros((0, E.shape[1]))
+    count = dom.sum(axis=1)                                         # uncovered samples each covers
     En = (E - lo) / span
+    eps: np.ndarray | None = None                                   # distance to the set (empty: None)
+    same = np.zeros(len(E), dtype=bool)                             # equal to a row of the set
+    for s in (F - lo) / span:
+        eps, same = _closer(En, s, eps, same, refine)
     w = np.ones(len(E)) if weight is None else weight
     extremes = min(extremes, E.shape[1], k)
     picked: list[int] = []
     for _ in range(k):
+        best = -1
         if len(picked) < extremes:                   # first the best estimate of each objective
             j = len(picked)
             best = int(np.lexsort((np.arange(len(E)), -w, E[:, j]))[0])
             beyond = not refine or not len(F) or E[best, j] < F[:, j].min()   # refine: it extends the front
-            if best not in picked and beyond:
-                picked.append(best)
-                uncovered &= ~dom[best]
-                S = np.vstack([S, En[best:best + 1]])
-                continue
-        gain = dom[:, uncovered].sum(axis=1) * w
-        eps = np.zeros(len(E))
-        if len(S):
-            diff = En[:, None, :] - S[None, :, :]
-            eps = diff.max(axis=2).min(axis=1)
-            if refine:                                                      # already there: last
-                eps[(np.abs(diff).max(axis=2) <= EPS_SAME).any(axis=1)] = np.inf
-        gain[picked] = -1.0
-        order = np.lexsort((np.arange(len(E)), eps, -gain))
-        best = int(order[0])
+            if best in picked or not beyond:
+                best = -1
+        if best < 0:
+            gain = count * w
+            gain[picked] = -1.0
+            dist = np.zeros(len(E)) if eps is None else np.where(same, np.inf, eps)
+            order = np.lexsort((np.arange(len(E)), dist, -gain))
+            best = int(order[0])
         picked.append(best)
-        uncovered &= ~dom[best]
-        S = np.vstack([S, En[best:best + 1]])
+        newly = dom[best] & uncovered
+        if newly.any():
+            count -= dom[:, newly].sum(axis=1)
+            uncovered &= ~newly
+        eps, same = _closer(En, En[best], eps, same, refine)
     return picked
+
+
+def _closer(En: np.ndarray, s: np.ndarray, eps: np.ndarray | None, same: np.ndarray, refine: bool
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The additive epsilon distance of the rows of ``En`` to a set grown by row ``s`` (``eps``:
+    to the set before, None if it was empty), and whether each row equals a row of it (with
+    ``refine``)."""
+    diff = En - s
+    d = diff.max(axis=1)
+    eps = d if eps is None else np.minimum(eps, d)
+    if refine:
+        same = same | (np.abs(diff).max(axis=1) <= EPS_SAME)
+    return eps, same
+
+
+_MEMOS: dict[str, BoundMemo] = {}
+
+
+def memo_of(cfg: Any) -> BoundMemo:
+    """The ``BoundMemo`` of study ``cfg`` in this process (each batch gets a new sampler; the
+    memo outlives it; kept for the last few studies)."""
+    key = cfg.fingerprint()
+    if key not in _MEMOS and len(_MEMOS) >= 4:
+        _MEMOS.clear()
+    return _MEMOS.setdefault(key, BoundMemo())
 
 
 def make(cfg: Any, seed: int, settings: Mapping[str, Any]):
@@ -194,6 +226,7 @@ def make(cfg: Any, seed: int, settings: Mapping[str, Any]):
             self.todo: list[dict[str, Any]] = []
             self.basis = -1                               # finished trials the plan was made from
             self.assigned: dict[int, dict[str, Any]] = {}
+            self.memo = memo_of(cfg)                      # bounds of the designs picked
 
         def infer_relative_search_space(self, study, trial):
             return {}
@@ -212,7 +245,7 @@ def make(cfg: Any, seed: int, settings: Mapping[str, Any]):
         def _next(self, study) -> dict[str, Any]:
             done = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
             if len(done) != self.basis:
-                self.todo = plan(cfg, done, self.rng, cfg.batch, settings)
+                self.todo = plan(cfg, done, self.rng, cfg.batch, settings, self.memo)
                 self.basis = len(done)
             return self.todo.pop(0) if self.todo else {}
 

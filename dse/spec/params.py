@@ -141,8 +141,29 @@ def parse_int(text: str) -> int:
     return int(val)
 
 
+_ACCEPTED: dict[tuple, Any] = {}      # (knob name, type, value) -> the value it became (``coerce``)
+MAX_ACCEPTED = 4096
+
+
 def coerce(param: Param, value: Any, source: str | None = None, key: str | None = None) -> Any:
-    """Validate and convert one value; raise ConfigError naming where and what is allowed."""
+    """Validate and convert one value; raise ConfigError naming where and what is allowed.
+    A str or int value already accepted for a catalog knob with fixed choices returns what it
+    became then (a pure function of the knob and the value; a search validates the same few
+    values many times). Choices read from the model / GPU catalogs are checked every time."""
+    memo = type(value) in (str, int) and not callable(param.choices) and BY_NAME.get(param.name) is param
+    if memo:
+        hit = _ACCEPTED.get((param.name, type(value), value), _ACCEPTED)
+        if hit is not _ACCEPTED:
+            return hit
+    out = _coerce(param, value, source, key)
+    if memo:
+        if len(_ACCEPTED) >= MAX_ACCEPTED:
+            _ACCEPTED.clear()
+        _ACCEPTED[(param.name, type(value), value)] = out
+    return out
+
+
+def _coerce(param: Param, value: Any, source: str | None, key: str | None) -> Any:
     loc = where(source, key or f"{param.part}.{param.name}")
 
     def bad(why: str = "") -> ConfigError:

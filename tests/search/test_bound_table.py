@@ -63,3 +63,17 @@ def test_a_closed_form_study_goes_the_per_design_way_and_agrees():
 def test_no_valid_design():
     B, ok, H = estimate.bound_arrays(FULL, [{"pe_groups_per_core": 1000}])
     assert np.isnan(B).all() and not ok.any() and not H.any()
+
+
+def test_a_design_row_is_the_same_computed_alone_or_among_others_and_the_memo_returns_it():
+    designs = _designs(FULL, 11, 60)
+    whole = estimate.bound_arrays(FULL, designs)
+    memo = estimate.BoundMemo()
+    memo.keep(designs[::3], *estimate.bound_arrays(FULL, designs[::3]))      # some kept before, in their own batch
+    got = memo.arrays(FULL, designs)                                          # the rest computed now
+    again = estimate.BoundMemo().arrays(FULL, designs[5:9])
+    for a, b in zip(whole, got):
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype != bool)
+    for a, b in zip(whole, again):
+        assert np.array_equal(a[5:9], b, equal_nan=a.dtype != bool)
+    assert len(memo.rows) == len({memo.key(d) for d in designs})

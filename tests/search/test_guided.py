@@ -205,3 +205,57 @@ def test_novelty_picks_what_the_regression_knows_least_and_never_a_twin_of_a_pic
     assert estimate.leverage_picks(Xev, X, 2, 1.0) == [1, 3]
     assert estimate.leverage_picks(Xev, X, 1, 1.0) == [1]
     assert sorted(estimate.leverage_picks(Xev, X, 4, 1.0)) == [0, 1, 2, 3]
+
+
+def _greedy_hv_oracle(E, F, k, rng, samples, weight=None, extremes=0, refine=False):
+    """greedy_hv recomputed from scratch at every pick (every candidate's covered uncovered
+    samples, its distance to the whole set): the slow reference of the incremental one."""
+    k = min(k, len(E))
+    ref_set = F if len(F) else E
+    lo = np.minimum(E.min(axis=0), ref_set.min(axis=0))
+    hi = ref_set.max(axis=0)
+    span = np.where(hi > lo, hi - lo, 1.0)
+    X = lo + rng.random((samples, E.shape[1])) * (hi + 0.1 * span - lo)
+    X = X[~pareto.weakly_dominated(X, F)] if len(F) else X
+    w = np.ones(len(E)) if weight is None else weight
+    covered = np.zeros(len(X), dtype=bool)
+    S = [list((f - lo) / span) for f in F]
+    En = (E - lo) / span
+    picked = []
+    for _ in range(k):
+        if len(picked) < min(extremes, E.shape[1], k):
+            j = len(picked)
+            best = min(range(len(E)), key=lambda i: (E[i, j], -w[i], i))
+            if best not in picked and (not refine or not len(F) or E[best, j] < F[:, j].min()):
+                picked.append(best)
+                covered |= (E[best] <= X).all(axis=1)
+                S.append(list(En[best]))
+                continue
+        def key(i):
+            gain = -1.0 if i in picked else float(((E[i] <= X).all(axis=1) & ~covered).sum()) * w[i]
+            dist = 0.0
+            if S:
+                dist = min(max(En[i][j] - s[j] for j in range(len(s))) for s in S)
+                if refine and any(max(abs(En[i][j] - s[j]) for j in range(len(s))) <= guided.EPS_SAME for s in S):
+                    dist = np.inf
+            return (-gain, dist, i)
+        best = min(range(len(E)), key=key)
+        picked.append(best)
+        covered |= (E[best] <= X).all(axis=1)
+        S.append(list(En[best]))
+    return picked
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_greedy_hv_equals_its_slow_oracle(seed):
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(3, 60)), int(rng.integers(2, 4))
+    E = np.round(rng.random((n, m)), 1 if seed % 3 == 0 else 6)          # ties and twins on some seeds
+    F = np.zeros((0, m)) if seed % 4 == 0 else E[rng.choice(n, size=min(n, 4), replace=False)] + 0.05
+    F = F[pareto.nondominated(F)] if len(F) else F
+    weight = None if seed % 2 else rng.random(n)
+    for extremes, refine in ((0, False), (m, False), (m, True), (0, True)):
+        args = (E, F, int(rng.integers(1, 12)))
+        s = int(rng.integers(1 << 30))
+        assert guided.greedy_hv(*args, np.random.default_rng(s), 3000, weight, extremes, refine) == \
+            _greedy_hv_oracle(*args, np.random.default_rng(s), 3000, weight, extremes, refine)
