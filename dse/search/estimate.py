@@ -56,6 +56,7 @@ class BoundMemo:
 
     @staticmethod
     def key(design: Mapping[str, Any]) -> tuple:
+        """A hashable identity of a design (or of a trial's parameters)."""
         return tuple(sorted((k, repr(v)) for k, v in design.items()))
 
     def keep(self, designs: Sequence[Mapping[str, Any]], B: np.ndarray, ok: np.ndarray, H: np.ndarray) -> None:

@@ -59,7 +59,7 @@ DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "re
 
 def param_key(params: Mapping[str, Any]) -> tuple:
     """A hashable identity of a trial's parameters (the pool leaves out those already proposed)."""
-    return tuple(sorted((k, repr(v)) for k, v in params.items()))
+    return BoundMemo.key(params)
 
 
 class Evaluated:

@@ -147,9 +147,9 @@ MAX_ACCEPTED = 4096
 
 def coerce(param: Param, value: Any, source: str | None = None, key: str | None = None) -> Any:
     """Validate and convert one value; raise ConfigError naming where and what is allowed.
-    A str or int value already accepted for a catalog knob with fixed choices returns what it
-    became then (a pure function of the knob and the value; a search validates the same few
-    values many times). Choices read from the model / GPU catalogs are checked every time."""
+    A str or int value a knob accepted before returns what it became then (a pure function of
+    the knob and the value; a search validates the same few values many times), except for the
+    knobs whose choices are read from the model / GPU catalogs: those are checked every time."""
     memo = type(value) in (str, int) and not callable(param.choices) and BY_NAME.get(param.name) is param
     if memo:
         hit = _ACCEPTED.get((param.name, type(value), value), _ACCEPTED)
