@@ -2,7 +2,6 @@
 same keys, same types, floats within 1e-12 relative, same infeasible reasons."""
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
