@@ -49,7 +49,7 @@ class BoundMemo:
     ``tests/search/test_bound_table.py``), so the evaluated designs' bounds, which every plan's
     regression reads, are computed once per study rather than once per batch."""
 
-    MAX_ROWS = 50_000                 # then it starts afresh (a cache: only speed depends on it)
+    MAX_ROWS = 20_000                 # ~3 KB a row; then it starts afresh (a cache: only speed depends on it)
 
     def __init__(self) -> None:
         self.rows: dict[tuple, tuple[np.ndarray, bool, np.ndarray]] = {}
