@@ -7,8 +7,8 @@ trial budget unless ``--trials`` sets the plain runs':
 
 * ``plain tpe``: ``studies/full.toml`` with the single-fidelity sampler TPE (optuna defaults,
   constant liar within a batch: the choice shipped before the guided sampler);
-* ``plain nsga2``: the same with NSGA-II (optuna defaults; the sampler ``studies/full.toml``
-  shipped when the target was set);
+* ``plain nsga2``: the same with NSGA-II, population 24 (as ``studies/full.toml`` shipped it when
+  the target was set; optuna's other defaults);
 * ``plain guided``: ``studies/full.toml`` as shipped (the closed-form-guided sampler: itself a
   multi-fidelity search, every proposal picked on the closed form);
 * ``multi``: ``studies/full-multifidelity.toml`` (``[search] fidelity = "multi"``: the
@@ -58,17 +58,27 @@ sys.path.insert(0, str(ROOT))
 PLAIN, MULTI = ROOT / "studies" / "full.toml", ROOT / "studies" / "full-multifidelity.toml"
 
 
+# single-fidelity plain runs and their settings: TPE (optuna defaults), and NSGA-II as
+# studies/full.toml shipped it when the target was set (population 24)
+SINGLE = {"tpe": {}, "nsga2": {"population_size": 24}}
+
+
+def label(sampler: str | None) -> str:
+    """A plain run's sampler with its settings, for file names."""
+    return (sampler or "shipped") + "".join(f"-{k}{v}" for k, v in SINGLE.get(sampler or "", {}).items())
+
+
 def run(study: Path, seed: int, trials: int | None, tmp: Path, max_evaluations: int | None = None,
         sampler: str | None = None):
     """(config, run summary, seconds) of one fresh run (``sampler``: replaces the study's, with
-    its default settings)."""
+    its settings in ``SINGLE``, else optuna's defaults)."""
     from dataclasses import replace
     from dse.search.runner import run_study
     from dse.search.study import load_study
-    tag = f"{study.stem}-{sampler or 'shipped'}-{seed}-{trials}-{max_evaluations}"
+    tag = f"{study.stem}-{label(sampler)}-{seed}-{trials}-{max_evaluations}"
     cfg = load_study(study, seed=seed, trials=trials, storage=f"sqlite:///{tmp / (tag + '.db')}")
     if sampler is not None:
-        cfg = replace(cfg, sampler=sampler, sampler_settings={})
+        cfg = replace(cfg, sampler=sampler, sampler_settings=dict(SINGLE.get(sampler, {})))
     t0 = time.perf_counter()
     s = run_study(cfg, max_evaluations=max_evaluations)
     return cfg, s, time.perf_counter() - t0
@@ -79,7 +89,7 @@ def cached_run(study: Path, seed: int, trials: int | None, tmp: Path, cache: Pat
     """(summary dict, front, seconds, oracle evaluations or None) of a plain run, from ``cache``
     when it holds one for the same study file, seed, trials and sampler."""
     key = hashlib.sha256(study.read_bytes()).hexdigest()[:12]
-    path = cache / f"{study.stem}-{sampler or 'shipped'}-{seed}-{trials}-{key}.json" if cache else None
+    path = cache / f"{study.stem}-{label(sampler)}-{seed}-{trials}-{key}.json" if cache else None
     if path is not None and path.exists():
         d = json.loads(path.read_text())
         return d["summary"], np.array(d["front"], dtype=float).reshape(-1, d["m"]), d["seconds"], d["oracle"]
@@ -126,9 +136,6 @@ def hypervolume_shares(Fs: list[np.ndarray]) -> list[float]:
     ref = np.full(U.shape[1], 1.1)
     total = pareto.hypervolume((U - lo) / span, ref)
     return [pareto.hypervolume((F - lo) / span, ref) / total if len(F) else 0.0 for F in Fs]
-
-
-SINGLE = ("tpe", "nsga2")     # single-fidelity plain runs: TPE, and NSGA-II (shipped when the target was set)
 
 
 def one_seed(seed: int, trials: int | None, tmp: Path, budget: bool, cache: Path | None = None,
