@@ -22,15 +22,17 @@ class Prefetch:
 
     def __init__(self, depth: int, pes: np.ndarray):
         self.Q = depth
-        self.cols = np.flatnonzero(pes > 0)             # resources with PE tiles (drop layout padding)
-        self.pes = pes[self.cols].astype(np.int32)
-        self.unit = bool((self.pes == 1).all())         # one tile each: ceil(p / 1) = p
+        real = pes > 0                                  # resources with PE tiles (the rest: layout padding)
+        self.unit = bool((pes[real] == 1).all())        # one tile each: ceil(p / 1) = p
+        # with one tile each, padding (no PE, never any job) changes no max and pulls nothing: kept
+        self.cols = None if self.unit or real.all() else np.flatnonzero(real)
+        self.pes = (pes if self.cols is None else pes[self.cols]).astype(np.int32)
         self.buf: np.ndarray | None = None
         self.credit: np.ndarray | None = None
         self.out: list[np.ndarray] = []
 
     def push(self, jx: np.ndarray) -> None:
-        jx = jx[:, :, self.cols].astype(np.int32)
+        jx = (jx if self.cols is None else np.take(jx, self.cols, axis=2)).astype(np.int32, copy=False)
         self.buf = jx if self.buf is None else np.concatenate([self.buf, jx], axis=0)
         if self.buf.shape[0] >= 4 * self.Q + self.BATCH:  # process in batches; the rest waits for finish()
             self._run(final=False)
@@ -47,31 +49,37 @@ class Prefetch:
             return
         if self.credit is None:
             self.credit = np.zeros(buf.shape[1:], dtype=np.int32)
-        cs = np.cumsum(buf[:min(n, upto + self.Q)], axis=0, dtype=np.int32)
-        # every value below stays within [-(cs + credit), cs + credit + P]: int16 when that fits
-        small = int(cs[-1].max(initial=0)) + int(self.credit.max(initial=0)) + int(self.pes.max(initial=0)) < SMALL_INT
+        # every value below stays within [-(sum + credit), sum + credit + P] (sum: the buffered
+        # jobs of a resource): int16 when that fits
+        top = int(buf.sum(axis=0, dtype=np.int64).max(initial=0))
+        small = top + int(self.credit.max(initial=0)) + int(self.pes.max(initial=0)) < SMALL_INT
         dt = np.int16 if small else np.int32
-        ahead = (cs[np.minimum(np.arange(upto) + self.Q, len(cs) - 1)] - cs[:upto]).astype(dt)  # queued in each look-ahead
-        jobs = buf[:upto].astype(dt)
+        jobs = buf.astype(dt)
         credit, pes = self.credit.astype(dt), self.pes.astype(dt)
+        zero = np.zeros_like(credit)
         pending, idle, future = (np.empty_like(credit) for _ in range(3))
-        rounds = np.empty((upto, buf.shape[1]), dtype=np.int32)
+        ahead = jobs[1:self.Q + 1].sum(axis=0, dtype=dt)  # queued in the look-ahead of step 0: s+1..s+Q
+        rounds = np.empty((upto, buf.shape[1]), dtype=dt)
         for i in range(upto):
             np.subtract(jobs[i], credit, out=future)                        # jobs minus credit ...
-            np.maximum(future, 0, out=pending)                              # ... the pending ones
+            np.maximum(future, zero, out=pending)                           # ... the pending ones
             np.subtract(pending, future, out=credit)                        # credit left: max(0, credit - jobs)
+            rho = rounds[i]
             if self.unit:
-                rho = pending.max(axis=1)                                   # [L]
+                np.maximum.reduce(pending, axis=1, out=rho)                 # [L]
                 np.subtract(rho[:, None], pending, out=idle)
             else:
-                rho = (-(-pending // pes)).max(axis=1)
+                rho[:] = (-(-pending // pes)).max(axis=1)
                 np.multiply(rho[:, None], pes, out=idle)
                 idle -= pending
-            np.subtract(ahead[i], credit, out=future)                       # queued, not yet pulled
-            np.maximum(future, 0, out=future)
+            np.subtract(ahead, credit, out=future)                          # queued, not yet pulled
+            np.maximum(future, zero, out=future)
             np.minimum(idle, future, out=future)
             credit += future
-            rounds[i] = rho
+            if i + 1 < upto:                                                # slide the look-ahead window
+                ahead -= jobs[i + 1]
+                if i + 1 + self.Q < n:
+                    ahead += jobs[i + 1 + self.Q]
         self.credit = credit.astype(np.int32)
-        self.out.append(rounds)
+        self.out.append(rounds.astype(np.int32))
         self.buf = buf[upto:]

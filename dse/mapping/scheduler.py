@@ -41,6 +41,7 @@ from typing import Iterable, NamedTuple
 import numpy as np
 
 from dse.mapping.fetch import Prefetch
+from dse.mapping.intops import ceil_div, ceil_div_pos, count_last, max_last, sum_last
 from dse.mapping.placement import Domain
 
 # Keep per-(step, layer, core) stream counts when at most this many (else the histogram only).
@@ -148,69 +149,6 @@ class Schedule:
         }
 
 
-FLOAT_DIV_EXACT = 1 << 26       # ceil(a / b) of integers below this is exact in float64 division
-
-
-def _ceil_div(a: np.ndarray, b) -> np.ndarray:
-    """ceil(a / b) of non-negative integers, b > 0 (float64 division below ``FLOAT_DIV_EXACT``:
-    the rounded quotient of such integers never crosses an integer; numpy's integer division is
-    several times slower)."""
-    out = np.result_type(a, b)
-    if a.size and int(a.max()) < FLOAT_DIV_EXACT and int(np.max(b)) < FLOAT_DIV_EXACT:
-        return np.ceil(a / b).astype(out)
-    return -(-a // b)
-
-
-def _ceil_div_pos(a: np.ndarray, w: int) -> np.ndarray:
-    """ceil(a / w) of non-negative integers (a shift when w is a power of two)."""
-    if w == 1:
-        return a
-    if w & (w - 1) == 0:
-        return (a + (w - 1)) >> (w.bit_length() - 1)
-    return (a + (w - 1)) // w
-
-
-_BYTES = np.uint64(0x0101010101010101)
-
-
-def _count_last(b: np.ndarray) -> np.ndarray:
-    """True values along the last axis of a bool array (byte-sum trick when it is a multiple of 8:
-    eight 0/1 bytes in a uint64 times 0x0101...01 leave their sum in the top byte)."""
-    n = b.shape[-1]
-    if n % 8 or n > 255 or not b.flags.c_contiguous:
-        return b.sum(axis=-1, dtype=np.int32)
-    v = b.view(np.uint8).reshape(-1, n // 8, 8).view(np.uint64)[..., 0]
-    acc = v[:, 0].copy()
-    for i in range(1, n // 8):                     # bytes stay <= n / 8: no carry between bytes
-        acc += v[:, i]
-    return ((acc * _BYTES) >> np.uint64(56)).astype(np.int32).reshape(b.shape[:-1])
-
-
-SMALL_AXIS = 16                  # reduce a last axis this short by adding its slices (numpy's reduce is slow there)
-
-
-def _sum_last(a: np.ndarray, dtype=np.int32) -> np.ndarray:
-    """Integer sum over the last axis (exact either way; slice by slice when the axis is short)."""
-    n = a.shape[-1]
-    if n > SMALL_AXIS or n == 0:
-        return a.sum(axis=-1, dtype=dtype)
-    acc = a[..., 0].astype(dtype)
-    for i in range(1, n):
-        acc += a[..., i]
-    return acc
-
-
-def _max_last(a: np.ndarray) -> np.ndarray:
-    """Maximum over the last axis (slice by slice when the axis is short)."""
-    n = a.shape[-1]
-    if n > SMALL_AXIS or n == 0:
-        return a.max(axis=-1)
-    acc = a[..., 0].copy()
-    for i in range(1, n):
-        np.maximum(acc, a[..., i], out=acc)
-    return acc
-
-
 class Scheduler:
     """Schedules load chunks for one placement and domain.
 
@@ -262,7 +200,8 @@ class Scheduler:
     # -- one chunk ------------------------------------------------------------------------------
     def _memo(self, ul: np.ndarray, memo: dict) -> None:
         """Fill ``memo`` with the design-independent parts of a chunk: tokens, union and, per tile
-        width, the jobs per unit, per (step, layer) and per core."""
+        width, the jobs per unit, per (step, layer) and per core, the broadcast rounds per core and
+        the pooled read-outs (the float copy of the jobs they come from is not kept)."""
         w, s = self.w, ul.shape[0]
         if "tokens" not in memo:
             memo["tokens"] = ul.sum(axis=(2, 3), dtype=np.int64)
@@ -271,31 +210,42 @@ class Scheduler:
             memo["ft"] = np.float32 if int(memo["tokens"].max(initial=0)) < FLOAT32_EXACT else np.float64
         ft = memo["ft"]
         if ("jobs", w) not in memo:
-            jobs = _ceil_div_pos(ul, w)
+            jobs = ceil_div_pos(ul, w)
             jf = jobs.astype(ft)
             jc = np.rint(jf @ np.ones(self.F, ft)).astype(np.int64)
-            memo[("jobs", w)], memo[("jc", w)], memo[("jf", w)] = jobs, jc, jf.reshape(s, self.L, -1)
+            rc = ceil_div(jc, self.core_units).astype(jobs.dtype)           # broadcast rounds per core
+            # one read-out per round an expert runs in: sum_u min(j_u, R_c) (float32 sums are exact here)
+            ro = np.minimum(jf, rc.astype(ft)[..., None], out=jf).reshape(s, self.L, -1)
+            memo[("ro", w)] = np.rint(ro @ np.ones(ro.shape[2], ft)).astype(np.int64)
+            memo[("jobs", w)], memo[("jc", w)], memo[("rc", w)] = jobs, jc, rc
             memo[("jsum", w)] = jc.sum(axis=2)                              # = jobs summed over units
             memo[("jmax", w)] = jobs.max(axis=(2, 3))
 
     def _chunk(self, ul: np.ndarray, memo: dict | None = None) -> "ChunkResult":
+        """The schedule of one chunk before load-aware fetch (which only the fetch knobs change):
+        a function of the layout, tile width and pooling, kept in ``memo`` (read-only arrays)."""
         memo = {} if memo is None else memo
-        self._memo(ul, memo)
-        w, s, ft = self.w, ul.shape[0], memo["ft"]
-        jw, jc = memo[("jobs", w)], memo[("jc", w)]                        # jobs per unit, per core [s, L, N]
-        rc = _ceil_div(jc, self.core_units).astype(jw.dtype)                # broadcast rounds per core
+        key = ("chunk", self.w, self.pooling)
+        if key not in memo:
+            self._memo(ul, memo)
+            memo[key] = self._schedule_chunk(ul.shape[0], memo)
+            for v in memo[key]:
+                if isinstance(v, np.ndarray):
+                    v.flags.writeable = False
+        return memo[key]
+
+    def _schedule_chunk(self, s: int, memo: dict) -> "ChunkResult":
+        w = self.w
+        jw, jc, rc, ro_pooled = memo[("jobs", w)], memo[("jc", w)], memo[("rc", w)], memo[("ro", w)]
         if self.pooling == "direct":
             if self.simple:
                 rho, per_x = memo[("jmax", w)], jw.reshape(s, self.L, -1)   # one-unit groups
             else:
                 og, _ = self._groups(jw, memo, hottest=False)
-                rho = _ceil_div(og, np.maximum(self.group_pes, 1)).max(axis=(2, 3))
+                rho = ceil_div(og, np.maximum(self.group_pes, 1)).max(axis=(2, 3))
                 per_x = og.reshape(s, self.L, -1)
         else:
             rho, per_x = rc.max(axis=2), jc
-        # one read-out per round an expert runs in: sum_u min(j_u, R_c) (float32 sums are exact here)
-        ro = np.minimum(memo[("jf", w)].reshape(jw.shape), rc.astype(ft)[..., None]).reshape(s, self.L, -1)
-        ro_pooled = np.rint(ro @ np.ones(ro.shape[2], ft)).astype(np.int64)
         if self.pooling == "broadcast":
             streams, overflow = self._streams(jw, jc, rc, ro_pooled, memo)
         else:
@@ -309,7 +259,7 @@ class Scheduler:
         """(concurrent multicast streams per core [s, L, N], overflow jobs) of the broadcast stage."""
         rcx = rc[..., None]
         if self.simple:
-            return _count_last(jw > rcx), float(jc.sum(dtype=np.int64) - ro_pooled.sum())  # sum max(0, j - R_c)
+            return count_last(jw > rcx), float(jc.sum(dtype=np.int64) - ro_pooled.sum())  # sum max(0, j - R_c)
         og, gmax = self._groups(jw, memo)
         xg = np.maximum(og - rcx.astype(np.int32) * self.group_pes, 0)     # [s, L, N, Gc]
         sg = (xg > 0).astype(np.int32)             # the hottest expert alone covers X_g ...
@@ -321,7 +271,7 @@ class Scheduler:
             mem = -np.sort(-rows, axis=1)                                   # hottest first
             excl = np.cumsum(mem, axis=1) - mem
             sg[need] = ((excl < xg[need][:, None]) & (mem > 0)).sum(axis=1)
-        return _sum_last(sg), float(xg.sum())
+        return sum_last(sg), float(xg.sum())
 
     def _groups(self, jw: np.ndarray, memo: dict, hottest: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
         """(jobs, hottest expert's jobs: only if ``hottest``) of every group [s, L, N, Gc], memoised
@@ -335,8 +285,8 @@ class Scheduler:
             else:
                 g = jw[..., np.minimum(self.group_members, F - 1)]          # members padded with F ...
                 g[..., self.group_members == F] = 0                         # ... which hold no jobs
-            og = memo[key][0] if key in memo else _sum_last(g)
-            memo[key] = (og, _max_last(g).astype(np.int32) if hottest else None)
+            og = memo[key][0] if key in memo else sum_last(g)
+            memo[key] = (og, max_last(g).astype(np.int32) if hottest else None)
         return memo[key]
 
     def _x_pes(self) -> np.ndarray:

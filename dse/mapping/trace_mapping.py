@@ -4,7 +4,8 @@
 Placements are cached per machine (``warm_cache``), the per-unit layouts of in-memory windows per
 process: the DSE asks for the same (workload, domain, policy) over and over while it varies other
 knobs. A layout keeps the scheduler's job counts per tile width beside it (``Scheduler.run_layout``'s
-memo), which grow with the trace: 10-35 MB an entry at 64 steps, up to ~140 MB at 256. The
+memo), which grow with the trace: on the 128-step study of ``benchmarks/bench_search.py``, 21 MB an
+entry on average (31 MB while the memo kept a float copy of the jobs per tile width). The
 process keeps ``MAX_PLACEMENTS`` entries and at most ``MAX_PLACEMENT_BYTES`` of them (an entry is
 counted again after each use, as its memo grows).
 """

@@ -198,7 +198,7 @@ def test_overflow_beyond_the_hottest_expert_needs_more_streams():
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 16, 17, 64])
 def test_short_axis_reductions_equal_numpys(n):
-    from dse.mapping.scheduler import _max_last, _sum_last
+    from dse.mapping.intops import max_last as _max_last, sum_last as _sum_last
     a = np.random.default_rng(n).integers(0, 30000, size=(5, 4, 3, n)).astype(np.int16)
     assert np.array_equal(_sum_last(a), a.sum(axis=-1, dtype=np.int32)) and _sum_last(a).dtype == np.int32
     assert np.array_equal(_max_last(a), a.max(axis=-1))
@@ -206,7 +206,7 @@ def test_short_axis_reductions_equal_numpys(n):
 
 @pytest.mark.parametrize("dtype", [np.int16, np.int32, np.int64])
 def test_ceil_divisions_equal_integer_division(dtype):
-    from dse.mapping.scheduler import FLOAT_DIV_EXACT, _ceil_div, _ceil_div_pos
+    from dse.mapping.intops import FLOAT_DIV_EXACT, ceil_div as _ceil_div, ceil_div_pos as _ceil_div_pos
     rng = np.random.default_rng(7)
     hi = min(np.iinfo(dtype).max - 64, FLOAT_DIV_EXACT - 1)
     b = rng.integers(1, 300, size=64).astype(np.int32)
@@ -250,3 +250,38 @@ def test_a_shared_memo_gives_the_schedules_of_fresh_ones(groups):
         sch = Scheduler(dom, slot, w, pooling)
         got, want = sch.run_layout([sch.layout(loads)], memo).summary(), sch.run([loads]).summary()
         assert got == want
+
+
+@pytest.mark.parametrize("unit", [True, False])
+@pytest.mark.parametrize("batch", [0, 256])
+def test_load_aware_fetch_with_layout_padding_equals_the_oracle(monkeypatch, unit, batch):
+    """Resources without PE tiles (layout padding, never any job) change nothing, whether the
+    recurrence keeps them (one tile each) or drops them; streamed or in one batch."""
+    monkeypatch.setattr(fetch_mod.Prefetch, "BATCH", batch)
+    rng = np.random.default_rng(7 + unit)
+    pes = np.array([1, 0, 1, 1, 0, 1] if unit else [1, 0, 3, 2, 0, 4])
+    jobs = rng.integers(0, 9, size=(40, 3, pes.size)) * (rng.random((40, 3, pes.size)) < 0.6)
+    jobs[:, :, pes == 0] = 0
+    pf = fetch_mod.Prefetch(6, pes)
+    for c in np.array_split(jobs, 3):
+        pf.push(c)
+    got = pf.finish()
+    want = np.array([oracle._prefetch(jobs[:, l].tolist(), pes.tolist(), 6) for l in range(3)]).T
+    assert np.array_equal(got, want)
+
+
+def test_a_memoised_chunk_is_read_only_and_shared_by_the_fetch_knobs():
+    """Designs differing only in fetch knobs reuse one chunk schedule; nothing can alter it."""
+    rng = np.random.default_rng(5)
+    dom = pl.domain(48, 4, 2, 8, 8)
+    slot = np.stack([rng.permutation(dom.units)[:48] for _ in range(2)])
+    loads = rng.integers(0, 9, size=(12, 2, 48))
+    memo: dict = {}
+    fifo = Scheduler(dom, slot, 2, "broadcast")
+    la = Scheduler(dom, slot, 2, "broadcast", "load_aware", 4)
+    ul = fifo.layout(loads)
+    a, b = fifo.run_layout([ul], memo), la.run_layout([ul], memo)
+    assert [k for k in memo if k[0] == "chunk"] == [("chunk", 2, "broadcast")]
+    assert b.summary() == la.run([loads]).summary() and a.summary() == fifo.run([loads]).summary()
+    with pytest.raises(ValueError):
+        a.rounds[0, 0] = 0

@@ -1,0 +1,67 @@
+"""Integer array operations of the scheduler, exact and faster than numpy's general forms on
+its shapes: ceil division, counts, sums and maxima over a short last axis."""
+from __future__ import annotations
+
+import numpy as np
+
+FLOAT_DIV_EXACT = 1 << 26       # ceil(a / b) of integers below this is exact in float64 division
+
+
+def ceil_div(a: np.ndarray, b) -> np.ndarray:
+    """ceil(a / b) of non-negative integers, b > 0 (float64 division below ``FLOAT_DIV_EXACT``:
+    the rounded quotient of such integers never crosses an integer; numpy's integer division is
+    several times slower)."""
+    out = np.result_type(a, b)
+    if a.size and int(a.max()) < FLOAT_DIV_EXACT and int(np.max(b)) < FLOAT_DIV_EXACT:
+        return np.ceil(a / b).astype(out)
+    return -(-a // b)
+
+
+def ceil_div_pos(a: np.ndarray, w: int) -> np.ndarray:
+    """ceil(a / w) of non-negative integers (a shift when w is a power of two)."""
+    if w == 1:
+        return a
+    if w & (w - 1) == 0:
+        return (a + (w - 1)) >> (w.bit_length() - 1)
+    return (a + (w - 1)) // w
+
+
+_BYTES = np.uint64(0x0101010101010101)
+
+
+def count_last(b: np.ndarray) -> np.ndarray:
+    """True values along the last axis of a bool array (byte-sum trick when it is a multiple of 8:
+    eight 0/1 bytes in a uint64 times 0x0101...01 leave their sum in the top byte)."""
+    n = b.shape[-1]
+    if n % 8 or n > 255 or not b.flags.c_contiguous:
+        return b.sum(axis=-1, dtype=np.int32)
+    v = b.view(np.uint8).reshape(-1, n // 8, 8).view(np.uint64)[..., 0]
+    acc = v[:, 0].copy()
+    for i in range(1, n // 8):                     # bytes stay <= n / 8: no carry between bytes
+        acc += v[:, i]
+    return ((acc * _BYTES) >> np.uint64(56)).astype(np.int32).reshape(b.shape[:-1])
+
+
+SMALL_AXIS = 16                  # reduce a last axis this short by adding its slices (numpy's reduce is slow there)
+
+
+def sum_last(a: np.ndarray, dtype=np.int32) -> np.ndarray:
+    """Integer sum over the last axis (exact either way; slice by slice when the axis is short)."""
+    n = a.shape[-1]
+    if n > SMALL_AXIS or n == 0:
+        return a.sum(axis=-1, dtype=dtype)
+    acc = a[..., 0].astype(dtype)
+    for i in range(1, n):
+        acc += a[..., i]
+    return acc
+
+
+def max_last(a: np.ndarray) -> np.ndarray:
+    """Maximum over the last axis (slice by slice when the axis is short)."""
+    n = a.shape[-1]
+    if n > SMALL_AXIS or n == 0:
+        return a.max(axis=-1)
+    acc = a[..., 0].copy()
+    for i in range(1, n):
+        np.maximum(acc, a[..., i], out=acc)
+    return acc
