@@ -58,7 +58,7 @@ class ChunkResult(NamedTuple):
     rounds: np.ndarray              # critical-path rounds (FIFO; load-aware fetch replaces them)
     readouts_pooled: np.ndarray
     streams_hist: np.ndarray        # count of busy-core samples with s concurrent multicast streams
-    streams: np.ndarray             # [s, L, N] streams per core
+    streams: np.ndarray             # [s, L, N] streams per core (int16)
     overflow: float                 # jobs run outside their owner group
     per_resource_jobs: np.ndarray   # [s, L, X] jobs per scheduling resource (cores or groups)
 
@@ -212,13 +212,13 @@ class Scheduler:
         if ("jobs", w) not in memo:
             jobs = ceil_div_pos(ul, w)
             jf = jobs.astype(ft)
-            jc = np.rint(jf @ np.ones(self.F, ft)).astype(np.int64)
+            jc = np.rint(jf @ np.ones(self.F, ft)).astype(np.int32)        # <= tokens of a (step, layer)
             rc = ceil_div(jc, self.core_units).astype(jobs.dtype)           # broadcast rounds per core
             # one read-out per round an expert runs in: sum_u min(j_u, R_c) (float32 sums are exact here)
             ro = np.minimum(jf, rc.astype(ft)[..., None], out=jf).reshape(s, self.L, -1)
             memo[("ro", w)] = np.rint(ro @ np.ones(ro.shape[2], ft)).astype(np.int64)
             memo[("jobs", w)], memo[("jc", w)], memo[("rc", w)] = jobs, jc, rc
-            memo[("jsum", w)] = jc.sum(axis=2)                              # = jobs summed over units
+            memo[("jsum", w)] = jc.sum(axis=2, dtype=np.int64)              # = jobs summed over units
             memo[("jmax", w)] = jobs.max(axis=(2, 3))
 
     def _chunk(self, ul: np.ndarray, memo: dict | None = None) -> "ChunkResult":
@@ -253,7 +253,7 @@ class Scheduler:
         hist = np.bincount(streams.ravel(), minlength=1)        # over busy cores: an idle core has 0 streams
         hist[0] -= jc.size - np.count_nonzero(jc)
         return ChunkResult(memo["tokens"], memo[("jsum", w)], memo["union"], rho.astype(np.float64),
-                           ro_pooled.astype(np.float64), hist, streams, overflow, per_x)
+                           ro_pooled.astype(np.float64), hist, streams.astype(np.int16), overflow, per_x)
 
     def _streams(self, jw, jc, rc, ro_pooled, memo) -> tuple[np.ndarray, float]:
         """(concurrent multicast streams per core [s, L, N], overflow jobs) of the broadcast stage."""

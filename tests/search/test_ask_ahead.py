@@ -163,3 +163,16 @@ def test_a_study_asking_ahead_killed_three_times_ends_as_an_uninterrupted_run(tm
     got = outcome(cfg)
     assert got["trials"] == want["trials"]
     assert got["front"] == want["front"] and got["knee"] == want["knee"]
+
+
+def test_numpy_huge_pages_are_switched_off_in_an_evaluating_process():
+    """numpy keeps its private switch; after ``skip_huge_pages`` it reports huge pages off."""
+    import numpy as np
+    from dse.search.evaluation import skip_huge_pages
+    switch = np._core.multiarray._set_madvise_hugepage if hasattr(np, "_core") else np.core.multiarray._set_madvise_hugepage
+    before = switch(True)
+    try:
+        assert skip_huge_pages() is True
+        assert switch(False) is False               # the previous setting: off
+    finally:
+        switch(before)
