@@ -20,8 +20,10 @@ Run: python benchmarks/bench_search.py [--seeds 5] [--budget 0.10] [--speed-tria
    trials (the batch size, not ``jobs``, fixes the sampler's view; the random sampler's next batch is
    asked while the current one is evaluated, so its workers never wait at a batch barrier). What it runs (``SPEED_SPACE``: 3,360 scheduling designs in 48 (domain,
    placement) pairs; random sampler, 768 trials in batches of 24 as ``studies/full.toml``; traces
-   of 128 decode steps): ~640 distinct designs of ~20 ms each, ~88 % of the ``--jobs 1`` run, so a
-   run is mostly evaluations, as a real study's is. The earlier study (384 trials of a 384-point
+   of 128 decode steps): 644 distinct designs, ~20 ms each when chosen (~88 % of the ``--jobs 1``
+   run, so a run was mostly evaluations, as a real study's is); since the scheduler's chunk memo
+   and faster load-aware fetch, ~7-9 ms each, so the run's fixed costs (process start, storage,
+   sampler: ~1.7 s) weigh more and the same engine shows a lower ratio. The earlier study (384 trials of a 384-point
    space, 64-step traces generated in each run: 251 designs of ~9 ms, 133 repeats that cost the
    sampler but no evaluation) spent about half of its ``--jobs 1`` run on process start, storage,
    trace generation and the sampler (and a trace window is generated on one worker while the
@@ -227,19 +229,21 @@ def _generate_traces(tmp: Path, steps: int, batch: int) -> Path:
 
 
 def _evaluation_s(study_dir: Path, cache: Path, sample: int = 120) -> tuple[float, list[dict]]:
-    """Mean in-process evaluation time of the study's evaluated designs (a sample; the first one,
-    which loads the traces, untimed), and the sample."""
-    from dse.search.evaluation import evaluate_design
+    """Mean in-process evaluation time of every evaluated design of the study, in trial order, as
+    a worker evaluates them (``safe_evaluate``; the first one, which loads the traces, untimed),
+    and the first ``sample`` designs (the capacity sample). The first designs are mostly of new
+    domains (placement and tables to build), so a mean over them alone would overstate."""
+    from dse.search.evaluation import evaluate_design, safe_evaluate
     from dse.search.results import load_results
     from dse.search.study import load_study
     designs = [r.design for r in load_results(load_study(study_dir / "study.toml")).records
-               if r.duplicate_of is None][:sample + 1]
+               if r.duplicate_of is None]
     os.environ["DSE_CACHE_DIR"] = str(cache)
-    evaluate_design(designs[0], [SPEED_MODEL])
+    safe_evaluate(evaluate_design, designs[0], [SPEED_MODEL])
     t0 = time.perf_counter()
     for d in designs[1:]:
-        evaluate_design(d, [SPEED_MODEL])
-    return (time.perf_counter() - t0) / max(1, len(designs) - 1), designs
+        safe_evaluate(evaluate_design, d, [SPEED_MODEL])
+    return (time.perf_counter() - t0) / max(1, len(designs) - 1), designs[:sample + 1]
 
 
 def workload_capacity(designs: list[dict], cache: Path) -> float:
@@ -269,14 +273,14 @@ def workload_capacity(designs: list[dict], cache: Path) -> float:
 
 def _capacity_child(file: str, n: int, i: int) -> None:
     import json
-    from dse.search.evaluation import evaluate_design
+    from dse.search.evaluation import evaluate_design, safe_evaluate
     designs = json.loads(Path(file).read_text())
-    evaluate_design(designs[0], [SPEED_MODEL])              # traces loaded, not timed
+    safe_evaluate(evaluate_design, designs[0], [SPEED_MODEL])   # traces loaded, not timed
     print("ready", flush=True)
     sys.stdin.readline()
     t0 = time.perf_counter()
     for d in split(designs[1:], n)[i]:
-        evaluate_design(d, [SPEED_MODEL])
+        safe_evaluate(evaluate_design, d, [SPEED_MODEL])        # as a worker evaluates
     print(time.perf_counter() - t0)
 
 
