@@ -74,9 +74,8 @@ def evaluate_design(design: Mapping[str, Any], models: Sequence[str]) -> dict[st
 
 def safe_evaluate(fn: Evaluator, design: Mapping[str, Any], models: Sequence[str]) -> Outcome:
     """``fn(design, models)`` as an ``Outcome``; an exception becomes a failed outcome."""
-    if not _MALLOC_TUNED:
-        keep_freed_memory()
-        skip_huge_pages()
+    if not _PROCESS_TUNED:
+        _tune_process()
     try:
         return Outcome(metrics=fn(design, models))
     except (KeyboardInterrupt, SystemExit):
@@ -87,21 +86,28 @@ def safe_evaluate(fn: Evaluator, design: Mapping[str, Any], models: Sequence[str
 
 # glibc hands an allocation above its mmap threshold to the kernel, and frees it back at once:
 # every such numpy temporary of an evaluation (the schedule's per-step arrays, 1-30 MB) is then
-# fresh memory, which the kernel zeroes at first touch (huge pages, as numpy asks for them). A
+# fresh memory, which the kernel zeroes at first touch (huge pages where numpy asks for them). A
 # trace-driven evaluation spent 12-19 % of its CPU zeroing pages (perf, bench_search.py's study),
 # more in two processes at once (they share the memory bus). Above these thresholds a process
 # keeps what it frees for its next allocations instead: measured in one process on 200 of that
 # study's designs, page faults 167k -> 113k and 15.2-15.7 -> 14.2-14.8 ms per design.
 MALLOC_MMAP_THRESHOLD_BYTES = 32 << 20     # glibc's largest allowed value on 64-bit systems
 MALLOC_TRIM_THRESHOLD_BYTES = 1 << 30      # free memory at the heap top kept up to this much
-_MALLOC_TUNED = False
+_PROCESS_TUNED = False
+
+
+def _tune_process() -> None:
+    """Once per evaluating process, from its first evaluation: freed memory kept for reuse, no
+    numpy huge pages (both below)."""
+    global _PROCESS_TUNED
+    _PROCESS_TUNED = True
+    keep_freed_memory()
+    skip_huge_pages()
 
 
 def keep_freed_memory() -> bool:
-    """In this process, let glibc's malloc keep freed memory for reuse (the thresholds above;
-    once per process, from the first evaluation). False where the C library is not glibc."""
-    global _MALLOC_TUNED
-    _MALLOC_TUNED = True
+    """In this process, let glibc's malloc keep freed memory for reuse (the thresholds above).
+    False where the C library is not glibc."""
     import ctypes
     import ctypes.util
     try:
