@@ -1,4 +1,5 @@
-"""Process lifetime: helper processes that never outlive the process that started them.
+"""Process lifetime: helper processes that never outlive the process that started them, and a
+command-line process that ends without freeing its caches (``exit_now``).
 
 ``exit_with_parent()`` runs in a worker process (a pool initializer): a daemon thread checks,
 every ``poll_s`` seconds, that the parent that started the worker is still its parent. When the
@@ -29,3 +30,46 @@ def exit_with_parent(parent: int | None = None, poll_s: float = PARENT_POLL_S) -
                 os._exit(1)
 
     threading.Thread(target=watch, name="dse-exit-with-parent", daemon=True).start()
+
+
+_FIRST: list = []
+
+
+def stop_first_at_exit(fn) -> None:
+    """Have ``exit_now`` call ``fn`` before the ``atexit`` handlers (once; last registered, first
+    called). For what the interpreter's own exit stops before those handlers, through hooks of
+    its threading module: process pools, whose workers multiprocessing's handler would else
+    wait for. Register it with ``atexit`` too, for a normal exit."""
+    if fn not in _FIRST:
+        _FIRST.append(fn)
+
+
+def exit_now(status: int) -> None:
+    """End this process with ``status`` as the interpreter would, minus freeing its memory
+    object by object (about 0.3 s after a run that built a few hundred MB of model caches).
+
+    Standard output and error are flushed, the ``stop_first_at_exit`` callbacks run (evaluation
+    workers stop), then every ``atexit`` handler (the study storages close their connections,
+    temporary folders go); then the process ends at once. If a non-daemon thread is still alive after the handlers (a library
+    we did not account for), the normal exit runs instead and waits for it, as it would have.
+    Only for the end of a command-line process: nothing may run after it."""
+    import atexit
+    import sys
+    _flush()
+    for fn in reversed(_FIRST):       # as threading's exit hooks run before atexit's
+        fn()
+    atexit._run_exitfuncs()
+    main = threading.main_thread()
+    if any(t is not main and t.is_alive() and not t.daemon for t in threading.enumerate()):
+        sys.exit(status)
+    _flush()
+    os._exit(status)
+
+
+def _flush() -> None:
+    import sys
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):   # a closed pipe or stream: nothing to keep
+            pass

@@ -121,3 +121,71 @@ def test_exit_with_parent_ends_an_orphaned_child(tmp_path):
         if _alive({child}):
             os.kill(child, signal.SIGKILL)
     assert callable(exit_with_parent)
+
+
+def _run_code(code: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+def test_exit_now_flushes_runs_the_handlers_in_order_and_keeps_the_status(tmp_path):
+    """exit_now: buffered output reaches the pipe, the stop-first callbacks run before the atexit
+    handlers, the status is the one given, and nothing after the call runs."""
+    log = tmp_path / "log"
+    code = ("import atexit, sys, pathlib\n"
+            "from dse import lifetime\n"
+            "log = pathlib.Path(sys.argv[1])\n"
+            "atexit.register(lambda: log.write_text(log.read_text() + 'atexit\\n'))\n"
+            "lifetime.stop_first_at_exit(lambda: log.write_text('first\\n'))\n"
+            "sys.stdout.write('buffered, no newline')\n"
+            "lifetime.exit_now(3)\n"
+            "print('not reached')\n")
+    done = _run_code(code, str(log))
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "buffered, no newline"
+    assert log.read_text() == "first\natexit\n"
+    assert done.stderr == ""
+
+
+def test_exit_now_waits_for_a_live_non_daemon_thread(tmp_path):
+    """A non-daemon thread still running at exit_now: the normal exit runs, which waits for it."""
+    mark = tmp_path / "thread-finished"
+    code = ("import sys, threading, time, pathlib\n"
+            "from dse import lifetime\n"
+            "def late():\n"
+            "    time.sleep(0.5)\n"
+            "    pathlib.Path(sys.argv[1]).touch()\n"
+            "threading.Thread(target=late).start()\n"
+            "lifetime.exit_now(0)\n")
+    done = _run_code(code, str(mark))
+    assert done.returncode == 0, done.stderr
+    assert mark.exists()
+
+
+@pytest.mark.skipif(usable_cores() < 2, reason="--jobs 2 needs two usable cores")
+def test_dse_run_jobs_2_ends_cleanly_with_the_study_whole_in_its_file(tmp_path):
+    """`dse run --jobs 2` as a process (it ends through exit_now): status 0, nothing printed at
+    exit (no leaked semaphores, no ignored exceptions), and the SQLite file alone, copied without
+    its write-ahead log, holds every trial."""
+    import shutil
+    import sqlite3
+    db = tmp_path / "s.db"
+    done = subprocess.run([sys.executable, "-m", "dse", "run", str(ROOT / "studies/quickstart.toml"), "--jobs", "2",
+                           "--trials", "16", "--no-progress", "--storage", str(db)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    noise = [ln for ln in done.stderr.splitlines()
+             if any(w in ln for w in ("leaked", "Exception ignored", "Traceback", "Warning", "resource_tracker"))]
+    assert noise == [], done.stderr
+    assert "knee:" in done.stdout
+    alone = tmp_path / "alone" / "s.db"
+    alone.parent.mkdir()
+    shutil.copy2(db, alone)
+    conn = sqlite3.connect(alone)
+    try:
+        n = conn.execute("SELECT COUNT(*) FROM trials WHERE state IN ('COMPLETE', 'PRUNED')").fetchone()[0]
+    finally:
+        conn.close()
+    assert n == 16

@@ -298,26 +298,43 @@ def _new_executor():
                                initializer=_exit_with_driver, initargs=(os.getpid(),))
 
 
-def _shut_solo() -> None:
-    """At exit: let the single-worker executors go while the interpreter is whole (dropped
-    later, during its teardown, loky's clean-up reports an ignored exception)."""
-    for ex in _SOLO:
-        ex.shutdown(wait=False)
+_SHARED: list = []                # loky's reusable executor, once this process started it
+
+
+def stop_workers() -> None:
+    """Stop this process's evaluation workers now, without letting them finish a task or tidy
+    up (they hold only caches: every result they sent is already told), and wait until they
+    are gone. Registered at exit (the interpreter is still whole then: dropped later, during
+    its teardown, loky's clean-up reports an ignored exception); a later ``submit`` starts new
+    workers."""
+    for ex in _SOLO + _SHARED:
+        ex.shutdown(wait=True, kill_workers=True)
     _SOLO.clear()
+    _SHARED.clear()
+
+
+def _register_stop() -> None:
+    if not (_SOLO or _SHARED):
+        import atexit
+        from dse.lifetime import stop_first_at_exit
+        atexit.unregister(stop_workers)
+        atexit.register(stop_workers)
+        stop_first_at_exit(stop_workers)
 
 
 def _shared_executor(n: int):
     """loky's reusable executor of ``n`` workers sharing one queue (the same one across runs)."""
     from joblib.externals.loky import get_reusable_executor
-    return get_reusable_executor(max_workers=n, timeout=WORKER_IDLE_TIMEOUT_S,
-                                 initializer=_exit_with_driver, initargs=(os.getpid(),))
+    _register_stop()
+    ex = get_reusable_executor(max_workers=n, timeout=WORKER_IDLE_TIMEOUT_S,
+                               initializer=_exit_with_driver, initargs=(os.getpid(),))
+    _SHARED[:] = [ex]
+    return ex
 
 
 def _solo_executors(n: int) -> list:
     """``n`` single-worker executors: those this process already started, plus new ones."""
-    if not _SOLO:
-        import atexit
-        atexit.register(_shut_solo)
+    _register_stop()
     while len(_SOLO) < n:
         _SOLO.append(_new_executor())
     return _SOLO[:n]

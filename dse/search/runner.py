@@ -41,7 +41,7 @@ from dse.search.mirror import StudyMirror
 from dse.search.objectives import score
 from dse.search.samplers import SAMPLERS, batch_seed, make_sampler
 from dse.search.sqlite_guard import driver_lock
-from dse.search.storage import open_study, quiet_optuna, storage_label, study_sqlite_path
+from dse.search.storage import close_storage, open_study, quiet_optuna, storage_label, study_sqlite_path
 from dse.search.study import StudyConfig
 from dse.search.trials import Batch, DesignCache, too_many_failures
 
@@ -86,8 +86,11 @@ def run_study(cfg: StudyConfig, *, jobs: int = 1, progress: bool = False,
     """
     make_sampler(cfg, cfg.seed)   # a sampler that cannot be built (missing extra) fails before any file
     with quiet_optuna(), driver_lock(study_sqlite_path(cfg), cfg.name):
-        return _Run(cfg, jobs, progress, evaluator or evaluate_design, notify, backend).loop(
-            max_batches, max_evaluations, on_batch, backend, scheduler)
+        run = _Run(cfg, jobs, progress, evaluator or evaluate_design, notify, backend)
+        try:
+            return run.loop(max_batches, max_evaluations, on_batch, backend, scheduler)
+        finally:     # the run's connections close now, not whenever its objects are collected
+            close_storage(run.storage)
 
 
 class _Run:
@@ -109,6 +112,7 @@ class _Run:
             self.pool = make_pool(jobs, affinity=self.blind)
             self.tracing = warm.submit_traces(cfg, self.pool)
         self.pstudy, storage = open_study(cfg, create=True)
+        self.storage = storage
         optuna.storages.fail_stale_trials(self.pstudy)         # trials of dead `dse worker`s: re-queued
         n_existing = len(self.pstudy.get_trials(deepcopy=False))
         self.mirror = StudyMirror(self.pstudy, storage, cfg.objectives.directions,

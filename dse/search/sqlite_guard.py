@@ -6,6 +6,7 @@
   POSIX locks this process's connections hold on it.)
 * ``check_sqlite_integrity``: ``PRAGMA quick_check`` on a read-only SQLite connection; a file
   that is not SQLite, a truncated or damaged database -> one line naming the file.
+* ``sqlite_engine_kwargs``: connections in WAL mode (read-only ones that change nothing).
 * ``driver_lock``: an advisory ``flock`` on ``<db>.<study>.lock`` beside the database; a second
   driver refuses with one line; the kernel releases it when its holder dies.
 """
@@ -92,3 +93,27 @@ def driver_lock(db: Path | None, study_name: str):
         with contextlib.suppress(OSError):
             os.unlink(lock)
         os.close(fd)
+
+
+def sqlite_engine_kwargs(url: str, read_only: bool = False) -> dict:
+    """SQLite files in WAL mode with ``synchronous=NORMAL``: about 3x fewer milliseconds per trial
+    than the default rollback journal, still safe against a crashed or killed process (not
+    against power loss of the last transactions). WAL needs a local file system: on NFS use
+    ``journal:FILE`` or a database server."""
+    import sqlite3
+
+    from sqlalchemy.engine import make_url
+    db = make_url(url).database
+    if not db or db == ":memory:":
+        return {"connect_args": {"timeout": 60}}
+    if read_only:   # mode=ro: no database is created, no setting changed (SQLite may leave empty -wal/-shm files)
+        def connect_ro():
+            return sqlite3.connect(f"file:{quote(db)}?mode=ro", uri=True, timeout=60, check_same_thread=False)
+        return {"creator": connect_ro}
+
+    def connect():
+        conn = sqlite3.connect(db, timeout=60, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        return conn
+    return {"creator": connect}

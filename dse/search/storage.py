@@ -20,17 +20,18 @@ and PostgreSQL sessions refuse writes.
 """
 from __future__ import annotations
 
+import atexit
 import random
 import re
-from urllib.parse import quote
 import time
 import warnings
+import weakref
 from pathlib import Path
 from typing import Any
 
 from dse.errors import ConfigError
 from dse.search import optuna_compat
-from dse.search.sqlite_guard import check_sqlite_file, check_sqlite_integrity
+from dse.search.sqlite_guard import check_sqlite_file, check_sqlite_integrity, sqlite_engine_kwargs
 from dse.search.stored import FORM_ATTR, constraint_keys, migrate, stored_form
 
 HEARTBEAT_INTERVAL_S = 10          # default; a study's ``heartbeat`` or ``dse worker --heartbeat`` sets it
@@ -122,14 +123,14 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
             raise MissingStorage(f"{db}: no such file")
         check_sqlite_file(db, write=not read_only)
         check_sqlite_integrity(db)
-    engine_kwargs = _sqlite_engine_kwargs(url, read_only) if scheme == "sqlite" else \
+    engine_kwargs = sqlite_engine_kwargs(url, read_only) if scheme == "sqlite" else \
         {"pool_pre_ping": True, **(_read_only_pg(scheme) if read_only else {})}
     try:
         for attempt in range(SCHEMA_RACE_RETRIES + 1):
             try:
-                return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
-                                  grace_period=HEARTBEAT_GRACE_INTERVALS * heartbeat_s,
-                                  skip_table_creation=read_only, **retry_callback())
+                return _closed_at_exit(RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
+                                                  grace_period=HEARTBEAT_GRACE_INTERVALS * heartbeat_s,
+                                                  skip_table_creation=read_only, **retry_callback()), read_only)
             except Exception as exc:
                 # Several processes opening a fresh database at once race to create optuna's tables
                 # (PostgreSQL: duplicate key in pg_type / relation already exists); the loser retries.
@@ -151,6 +152,40 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
         hint = ("; the server's max_connections is reached: run fewer workers, or raise max_connections"
                 if "too many clients" in msg.lower() or "too many connections" in msg.lower() else "")
         raise ConfigError(f"storage {mask_url(url)}: cannot connect ({mask_text(msg, url)}){hint}") from None
+
+
+_ENGINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # RDB engine -> read-only
+
+
+def _closed_at_exit(storage, read_only: bool):
+    """Register an RDB storage's engine so that its connections are closed at exit, even when
+    the process skips the interpreter's teardown (``dse.lifetime.exit_now``)."""
+    if not _ENGINES:
+        atexit.unregister(close_storages)
+        atexit.register(close_storages)
+    _ENGINES[storage.engine] = read_only
+    return storage
+
+
+def close_storage(storage: Any) -> None:
+    """Close an RDB storage's pooled connections (other storages hold none); it reconnects if used
+    again. A SQLite study whose writer closes while no other connection is open is left whole in
+    one file (its write-ahead log checkpointed and removed)."""
+    engine = getattr(storage, "engine", None)
+    if engine is not None:
+        engine.dispose()
+
+
+def close_storages() -> int:
+    """Close the pooled connections of every RDB storage engine of this process still alive,
+    read-only ones first; the number of engines. A SQLite file's last connection, if it may
+    write, checkpoints the write-ahead log into the file and removes the ``-wal`` file: the study
+    is whole in one file again (a read-only connection closing last leaves the log beside it).
+    A storage used again afterwards reconnects."""
+    engines = sorted(_ENGINES.items(), key=lambda kv: not kv[1])
+    for engine, _ in engines:
+        engine.dispose()
+    return len(engines)
 
 
 def study_sqlite_path(cfg: Any) -> Path | None:
@@ -191,30 +226,6 @@ def _read_only_pg(scheme: str) -> dict:
     if scheme in ("postgresql", "postgres"):
         return {"connect_args": {"options": "-c default_transaction_read_only=on"}}
     return {}
-
-
-def _sqlite_engine_kwargs(url: str, read_only: bool = False) -> dict:
-    """SQLite files in WAL mode with ``synchronous=NORMAL``: about 3x fewer milliseconds per trial
-    than the default rollback journal, still safe against a crashed or killed process (not
-    against power loss of the last transactions). WAL needs a local file system: on NFS use
-    ``journal:FILE`` or a database server."""
-    import sqlite3
-
-    from sqlalchemy.engine import make_url
-    db = make_url(url).database
-    if not db or db == ":memory:":
-        return {"connect_args": {"timeout": 60}}
-    if read_only:   # mode=ro: no file, journal or WAL setting is created or changed
-        def connect_ro():
-            return sqlite3.connect(f"file:{quote(db)}?mode=ro", uri=True, timeout=60, check_same_thread=False)
-        return {"creator": connect_ro}
-
-    def connect():
-        conn = sqlite3.connect(db, timeout=60, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        return conn
-    return {"creator": connect}
 
 
 def retry_callback() -> dict:
