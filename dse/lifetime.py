@@ -50,11 +50,15 @@ def exit_now(status: int) -> None:
 
     Standard output and error are flushed, the ``stop_first_at_exit`` callbacks run (evaluation
     workers stop), then every ``atexit`` handler (the study storages close their connections,
-    temporary folders go); then the process ends at once. If a non-daemon thread is still alive after the handlers (a library
-    we did not account for), the normal exit runs instead and waits for it, as it would have.
+    temporary folders go); then the process ends at once. If a non-daemon thread is still
+    alive after the handlers (a library we did not account for), the normal exit runs instead
+    and waits for it, as it would have; so it does under a profiler or a debugger
+    (``python -m cProfile -m dse ...`` writes its report after the program returns).
     Only for the end of a command-line process: nothing may run after it."""
     import atexit
     import sys
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(status)      # a profiler or debugger: it reports after the program returns
     _flush()
     for fn in reversed(_FIRST):       # as threading's exit hooks run before atexit's
         fn()

@@ -139,8 +139,10 @@ def test_exit_now_flushes_runs_the_handlers_in_order_and_keeps_the_status(tmp_pa
             "atexit.register(lambda: log.write_text(log.read_text() + 'atexit\\n'))\n"
             "lifetime.stop_first_at_exit(lambda: log.write_text('first\\n'))\n"
             "sys.stdout.write('buffered, no newline')\n"
-            "lifetime.exit_now(3)\n"
-            "print('not reached')\n")
+            "try:\n"
+            "    lifetime.exit_now(3)\n"
+            "finally:\n"
+            "    print('not reached')\n")
     done = _run_code(code, str(log))
     assert done.returncode == 3, done.stderr
     assert done.stdout == "buffered, no newline"
@@ -161,6 +163,17 @@ def test_exit_now_waits_for_a_live_non_daemon_thread(tmp_path):
     done = _run_code(code, str(mark))
     assert done.returncode == 0, done.stderr
     assert mark.exists()
+
+
+def test_exit_now_under_a_profiler_exits_normally(tmp_path):
+    """`python -m cProfile -o F script` writes F after the script returns: exit_now must let it."""
+    script, prof = tmp_path / "script.py", tmp_path / "out.prof"
+    script.write_text("from dse import lifetime\nlifetime.exit_now(0)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof), str(script)], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert prof.is_file() and prof.stat().st_size > 0
 
 
 @pytest.mark.skipif(usable_cores() < 2, reason="--jobs 2 needs two usable cores")
