@@ -55,6 +55,20 @@ def study_system_attrs(study: Any) -> dict[str, Any]:
     return study._storage.get_study_system_attrs(study._study_id)
 
 
+def clear_study_system_attrs(study: Any) -> bool:
+    """Drop every system attribute of an in-memory study (what samplers keep there: NSGA-II's
+    parent populations, QMC's sample counter), as a fresh study has none. False (nothing done)
+    if the study's storage is not optuna's ``InMemoryStorage`` as this module knows it."""
+    storage = study._storage
+    info = getattr(storage, "_studies", {}).get(study._study_id)
+    attrs = getattr(info, "system_attrs", None)
+    if not isinstance(attrs, dict) or not hasattr(storage, "_lock"):
+        return False
+    with storage._lock:
+        attrs.clear()
+    return True
+
+
 def forget_cached_trials(study: Any) -> None:
     """Drop the study's per-thread trial cache (after changing a trial behind ``study.ask``)."""
     study._thread_local.cached_all_trials = None

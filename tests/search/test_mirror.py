@@ -70,3 +70,52 @@ def test_a_batch_written_after_another_writer_is_renumbered(tmp_path):
         assert fts[2].user_attrs["dse"]["duplicate_of"] == 2   # the trial as told follows
         assert [x.number for x in m.sync()] == [1]             # the other's trial, not its own writes
         assert m.next_number() == 5
+
+
+class _CountingSampler(optuna.samplers.RandomSampler):
+    """Keeps a counter in the study's system attributes, as QMC keeps its sample index (which
+    needs scipy): its proposals depend on that state."""
+
+    def sample_independent(self, study, trial, name, distribution):
+        n = optuna_compat.study_system_attrs(study).get("count", 0)
+        study._storage.set_study_system_attr(study._study_id, "count", n + 1)
+        return (super().sample_independent(study, trial, name, distribution) + 0.1 * n) % 1.0
+
+
+def _batches(tmp_path, name: str, make_sampler, full_rebuild: bool, monkeypatch) -> tuple[list, int]:
+    """Four batches of 8 trials, a fresh sampler per batch as `dse run` does (``mirror.rebuild``
+    between batches); ``full_rebuild``: as if the in-memory study could not be reused. Returns
+    the proposals and the number of trials re-added by the rebuilds."""
+    from optuna.storages import RDBStorage
+    with quiet_optuna(), monkeypatch.context() as mp:
+        if full_rebuild:
+            mp.setattr(optuna_compat, "clear_study_system_attrs", lambda study: False)
+        storage = RDBStorage(f"sqlite:///{tmp_path / f'{name}-{full_rebuild}.db'}")
+        study = optuna.create_study(study_name="r", storage=storage, directions=["minimize", "minimize"])
+        m = StudyMirror(study, storage, ["minimize", "minimize"], make_sampler(0))
+        added = []
+        real_add = m._add
+        proposals = []
+        for batch in range(4):
+            if batch:
+                mp.setattr(m, "_add", lambda t: added.append(1) or real_add(t))
+                m.rebuild(list(m.held), make_sampler(batch))
+            for _ in range(8):
+                t = m.ask()
+                x, y = t.suggest_float("x", 0, 1), t.suggest_float("y", 0, 1)
+                proposals.append((x, y))
+                m.tell(t, [x + y * y, (1 - x) ** 2 + y])
+    return proposals, len(added)
+
+
+def test_a_rebuild_between_batches_reuses_the_study_and_proposes_as_a_fresh_one(tmp_path, monkeypatch):
+    """Samplers that keep state in the study (NSGA-II's parent populations, QMC's sample
+    counter): the rebuild between batches drops that state instead of re-adding every trial,
+    and the proposals are those of a study rebuilt from scratch."""
+    makers = {"nsga2": lambda s: optuna.samplers.NSGAIISampler(population_size=8, seed=s),
+              "counter": _CountingSampler}
+    for name, make in makers.items():
+        fast, readded = _batches(tmp_path, name, make, False, monkeypatch)
+        fresh, readded_fresh = _batches(tmp_path, name, make, True, monkeypatch)
+        assert fast == fresh, name
+        assert readded == 0 and readded_fresh == 8 + 16 + 24, name
