@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from dse.search import optuna_compat
+from dse.search import optuna_compat, optuna_read
 from dse.search.storage import finish_trial
 from dse.search.stored import sampler_form, stored_form
 
@@ -47,7 +47,7 @@ class StudyMirror:
         new = []
         if states is None and self._unchanged():
             return new
-        for t in optuna_compat.all_trials(self.pstudy):
+        for t in optuna_read.all_trials(self.pstudy):
             tid = optuna_compat.trial_id(t)
             if tid in self.seen:
                 continue

@@ -17,12 +17,14 @@ Private names used (optuna 4.x and 5.x):
   ``storages._rdb.storage._create_scoped_session``
 * ``storages._heartbeat.is_heartbeat_enabled``
 * ``_hypervolume.compute_hypervolume``
+* ``storages.InMemoryStorage._studies[id].system_attrs``, ``InMemoryStorage._lock``
+
+Reading every trial of a study in a few plain queries is ``dse.search.optuna_read``.
 """
 from __future__ import annotations
 
 import json
 from datetime import datetime
-from collections import defaultdict
 from typing import Any, Callable, Iterable, Sequence
 
 
@@ -56,12 +58,11 @@ def study_system_attrs(study: Any) -> dict[str, Any]:
 
 
 def clear_study_system_attrs(study: Any) -> bool:
-    """Drop every system attribute of an in-memory study (what samplers keep there: NSGA-II's
-    parent populations, QMC's sample counter), as a fresh study has none. False (nothing done)
-    if the study's storage is not optuna's ``InMemoryStorage`` as this module knows it."""
+    """Drop every system attribute of an in-memory study (samplers' state: NSGA-II's parent
+    populations, QMC's counter), as a fresh study has none; False (nothing done) if its storage
+    is not optuna's ``InMemoryStorage`` as this module knows it."""
     storage = study._storage
-    info = getattr(storage, "_studies", {}).get(study._study_id)
-    attrs = getattr(info, "system_attrs", None)
+    attrs = getattr(getattr(storage, "_studies", {}).get(study._study_id), "system_attrs", None)
     if not isinstance(attrs, dict) or not hasattr(storage, "_lock"):
         return False
     with storage._lock:
@@ -99,7 +100,7 @@ def hypervolume_function() -> Callable | None:
 
 
 # ---- SQL on RDB storages ---------------------------------------------------------------------
-def _models():
+def models():
     from optuna.storages._rdb import models
     return models
 
@@ -113,7 +114,7 @@ def count_by_state(rdb_storage: Any, sid: int, below_number: int | None = None) 
     """``{TrialState: count}`` of a study (trials numbered below ``below_number`` only, if given):
     one ``COUNT(*) ... GROUP BY state`` query instead of reading every trial."""
     import sqlalchemy as sa
-    T = _models().TrialModel
+    T = models().TrialModel
     q = sa.select(T.state, sa.func.count()).where(T.study_id == sid)
     if below_number is not None:
         q = q.where(T.number < below_number)
@@ -128,7 +129,7 @@ def count_with_user_attr(rdb_storage: Any, sid: int, key: str, below_number: int
     """Trials of a study (numbered below ``below_number`` only, if given) that carry the user
     attribute ``key``: one ``COUNT(*)`` over a join, without reading the trials."""
     import sqlalchemy as sa
-    M = _models()
+    M = models()
     T, U = M.TrialModel, M.TrialUserAttributeModel
     q = (sa.select(sa.func.count()).select_from(T).join(U, U.trial_id == T.trial_id)
          .where(T.study_id == sid, U.key == key))
@@ -146,7 +147,7 @@ def complete_ids_with_user_attr(rdb_storage: Any, sid: int, key: str, value: Any
     number: one query over a join, without reading the trials."""
     import sqlalchemy as sa
     from optuna.trial import TrialState
-    M = _models()
+    M = models()
     T, U = M.TrialModel, M.TrialUserAttributeModel
     q = (sa.select(T.trial_id).select_from(T).join(U, U.trial_id == T.trial_id)
          .where(T.study_id == sid, T.state == TrialState.COMPLETE, U.key == key, U.value_json == json.dumps(value))
@@ -162,7 +163,7 @@ def oldest_waiting_ids(rdb_storage: Any, sid: int, limit: int) -> list[int]:
     """Ids of the ``limit`` lowest-numbered WAITING trials of a study."""
     import sqlalchemy as sa
     from optuna.trial import TrialState
-    T = _models().TrialModel
+    T = models().TrialModel
     session = _session(rdb_storage)
     try:
         return [tid for (tid,) in session.execute(
@@ -174,7 +175,7 @@ def oldest_waiting_ids(rdb_storage: Any, sid: int, limit: int) -> list[int]:
 
 def ids_with_heartbeat(rdb_storage: Any, ids: Iterable[int]) -> set[int]:
     """Those of the trial ids that have ever recorded a heartbeat."""
-    H = _models().TrialHeartbeatModel
+    H = models().TrialHeartbeatModel
     session = _session(rdb_storage)
     try:
         return {tid for (tid,) in session.query(H.trial_id).filter(H.trial_id.in_(sorted(ids))).all()}
@@ -187,7 +188,7 @@ def write_finished_trial(rdb_storage: Any, tid: int, ft: Any) -> None:
     ``fixed_params``, values, state) into the RUNNING trial ``tid`` in one transaction; raises
     ``optuna.exceptions.UpdateFinishedTrialError`` if that trial is already finished."""
     from optuna.storages._rdb.storage import _create_scoped_session
-    M = _models()
+    M = models()
     with _create_scoped_session(rdb_storage.scoped_session) as session:
         trial = M.TrialModel.find_or_raise_by_id(tid, session, for_update=True)
         rdb_storage.check_trial_is_updatable(tid, trial.state)
@@ -215,7 +216,7 @@ def add_finished_trials(rdb_storage: Any, sid: int, prepare: Callable[[int], Seq
     import sqlalchemy as sa
     from optuna.exceptions import StorageInternalError
     from optuna.storages._rdb.storage import _create_scoped_session
-    M = _models()
+    M = models()
     T = M.TrialModel
     for attempt in range(1, retries + 1):
         try:
@@ -296,7 +297,7 @@ def rewrite_finished_trials(rdb_storage: Any, items: Sequence[tuple[int, Any]], 
     transaction, a few statements per ``chunk`` trials: optuna has no way to change a finished
     trial (migrating trials written in an earlier form)."""
     from optuna.storages._rdb.storage import _create_scoped_session
-    M = _models()
+    M = models()
     T, V = M.TrialModel, M.TrialValueModel
     with _create_scoped_session(rdb_storage.scoped_session) as session:
         for start in range(0, len(items), chunk):
@@ -320,93 +321,3 @@ def rewrite_finished_trials(rdb_storage: Any, items: Sequence[tuple[int, Any]], 
                         row = rows.get((tid, k)) or model(trial_id=tid, key=k)
                         row.value_json = json.dumps(v)
                         session.add(row)
-
-
-# ---- reading -----------------------------------------------------------------------------------
-def all_trials(study: Any) -> list:
-    """Every trial of ``study``, as ``study.get_trials(deepcopy=False)`` returns them; on an RDB
-    storage read with ``read_trials`` (a few plain queries instead of optuna's ORM load)."""
-    r = rdb(study)
-    return read_trials(r, study_id(study)) if r is not None else study.get_trials(deepcopy=False)
-
-
-def read_trials(rdb_storage: Any, study_id: int) -> list:
-    """The study's trials, equal to ``rdb_storage.get_all_trials(study_id, deepcopy=False)``
-    (ordered by trial id), in one plain query per table. optuna loads them through the ORM (an
-    object per row of every table, each distribution parsed from JSON twice per parameter):
-    0.44 s of the 0.55 s ``dse front`` spent reading 768 trials. Here each distinct
-    distribution is parsed once."""
-    import sqlalchemy as sa
-    from optuna.storages._rdb.storage import _create_scoped_session
-    M = _models()
-    T = M.TrialModel
-    in_study = sa.select(T.trial_id).where(T.study_id == study_id)
-
-    def rows(model, *cols):
-        table = model.__table__
-        q = sa.select(*(table.c[c] for c in cols)).where(table.c.trial_id.in_(in_study))
-        pk = table.primary_key.columns.values()[0]
-        return session.execute(q.order_by(pk)).all()
-
-    with _create_scoped_session(rdb_storage.scoped_session) as session:
-        M.StudyModel.find_or_raise_by_id(study_id, session)
-        c = T.__table__.c
-        trials = session.execute(sa.select(c.trial_id, c.number, c.state, c.datetime_start, c.datetime_complete)
-                                 .where(c.study_id == study_id).order_by(c.trial_id)).all()
-        params = rows(M.TrialParamModel, "trial_id", "param_name", "param_value", "distribution_json")
-        values = rows(M.TrialValueModel, "trial_id", "objective", "value", "value_type")
-        user = rows(M.TrialUserAttributeModel, "trial_id", "key", "value_json")
-        system = rows(M.TrialSystemAttributeModel, "trial_id", "key", "value_json")
-        steps = rows(M.TrialIntermediateValueModel, "trial_id", "step", "intermediate_value",
-                     "intermediate_value_type")
-    return _frozen(trials, params, values, user, system, steps)
-
-
-def _frozen(trials, params, values, user, system, steps) -> list:
-    """``FrozenTrial`` objects from the rows of each table (see ``read_trials``)."""
-    from optuna.distributions import json_to_distribution
-    from optuna.trial import FrozenTrial
-    M = _models()
-    dists: dict[str, Any] = {}
-    p_by: dict[int, dict] = defaultdict(dict)
-    d_by: dict[int, dict] = defaultdict(dict)
-    for tid, name, internal, dj in params:
-        dist = dists.get(dj) or dists.setdefault(dj, json_to_distribution(dj))
-        p_by[tid][name] = dist.to_external_repr(internal)
-        d_by[tid][name] = dist
-    v_by: dict[int, dict] = defaultdict(dict)
-    for tid, objective, value, kind in values:
-        v_by[tid][objective] = M.TrialValueModel.stored_repr_to_value(value, kind)
-    u_by, s_by, i_by = defaultdict(dict), defaultdict(dict), defaultdict(dict)
-    for tid, key, vj in user:
-        u_by[tid][key] = json.loads(vj)
-    for tid, key, vj in system:
-        s_by[tid][key] = json.loads(vj)
-    for tid, step, value, kind in steps:
-        i_by[tid][step] = M.TrialIntermediateValueModel.stored_repr_to_intermediate_value(value, kind)
-    out = []
-    when = _trial_datetimes(M.TrialModel)
-    for tid, number, state, start, complete in trials:
-        vals = v_by.get(tid)
-        out.append(FrozenTrial(
-            number=number, state=state, value=None,
-            values=[vals[i] for i in range(len(vals))] if vals else None,
-            datetime_start=when("start", start), datetime_complete=when("complete", complete), params=p_by.get(tid, {}),
-            distributions=d_by.get(tid, {}), user_attrs=u_by.get(tid, {}), system_attrs=s_by.get(tid, {}),
-            intermediate_values=i_by.get(tid, {}), trial_id=tid))
-    return out
-
-
-def _trial_datetimes(T: Any) -> Callable[[str, Any], Any]:
-    """``(which, stored) -> datetime`` as optuna's trial model gives it: optuna 5 stores naive UTC
-    (``_datetime_start_utc``) and its ``datetime_start`` property converts it to local time;
-    optuna 4 stores and gives the value as is."""
-    from types import SimpleNamespace
-    props = {w: T.__dict__.get(f"datetime_{w}") for w in ("start", "complete")}
-
-    def when(which: str, stored: Any) -> Any:
-        prop = props[which]
-        if not isinstance(prop, property):
-            return stored
-        return prop.fget(SimpleNamespace(**{f"_datetime_{which}_utc": stored}))
-    return when

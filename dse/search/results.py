@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from dse.search import optuna_compat, pareto
+from dse.search import optuna_read, pareto
 from dse.search.stored import OUTCOME_ATTR, constraint_keys, sampler_form
 from dse.search.study import StudyConfig
 
@@ -169,7 +169,7 @@ def load_results(cfg: StudyConfig) -> StudyResults:
     from dse.search.storage import open_study, quiet_optuna
     with quiet_optuna():
         study, _ = open_study(cfg, create=False)
-        trials = optuna_compat.all_trials(study)
+        trials = optuna_read.all_trials(study)
     by_number = {t.number: t for t in trials}
     cnames = constraint_keys(cfg)
     recs = []

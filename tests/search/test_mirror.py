@@ -5,7 +5,7 @@ from __future__ import annotations
 import optuna
 from optuna.distributions import FloatDistribution
 
-from dse.search import optuna_compat
+from dse.search import optuna_compat, optuna_read
 from dse.search.mirror import StudyMirror
 from dse.search.storage import quiet_optuna
 
@@ -21,8 +21,8 @@ def test_sync_sees_other_writers_and_skips_reading_when_unchanged(tmp_path, monk
         m = StudyMirror(study, storage, ["minimize"], optuna.samplers.RandomSampler(seed=0))
         assert [x.number for x in m.sync()] == [0]
         reads = []
-        real = optuna_compat.all_trials
-        monkeypatch.setattr(optuna_compat, "all_trials", lambda s: reads.append(1) or real(s))
+        real = optuna_read.all_trials
+        monkeypatch.setattr(optuna_read, "all_trials", lambda s: reads.append(1) or real(s))
         assert m.sync() == [] and reads == []                  # nothing new: no read
         mt = m.ask({"x": FloatDistribution(0, 1)})
         m.write(mt, m.tell(mt, [0.5]))                          # this process's own write

@@ -11,6 +11,7 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState
 
 from dse.search import optuna_compat as oc
+from dse.search import optuna_read
 from dse.search.storage import quiet_optuna
 
 
@@ -214,14 +215,14 @@ def _varied_trials(study) -> None:
 def _check_read_trials(study, storage) -> None:
     _varied_trials(study)
     want = storage.get_all_trials(oc.study_id(study), deepcopy=False)
-    got = oc.read_trials(storage, oc.study_id(study))
+    got = optuna_read.read_trials(storage, oc.study_id(study))
     assert len(want) == len(got) == 7
     for w, g in zip(want, got):
         assert g == w and g.params == w.params and g.distributions == w.distributions
         assert [type(v) for v in g.params.values()] == [type(v) for v in w.params.values()]
         assert oc.trial_id(g) == oc.trial_id(w)
     assert got[1].values == [float("inf"), -float("inf")] and got[3].intermediate_values == {0: 0.5, 3: float("inf")}
-    assert oc.all_trials(study) == want
+    assert optuna_read.all_trials(study) == want
 
 
 @pytest.fixture
@@ -256,4 +257,4 @@ def test_all_trials_of_a_journal_or_in_memory_study_are_optunas(tmp_path):
     with quiet_optuna():
         study = optuna.create_study(directions=["minimize", "maximize"])
         _varied_trials(study)
-        assert oc.all_trials(study) == study.get_trials(deepcopy=False)
+        assert optuna_read.all_trials(study) == study.get_trials(deepcopy=False)
