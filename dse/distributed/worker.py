@@ -52,7 +52,8 @@ from dse.distributed.reconnect import DEFAULT_BUDGET_S, Outage, is_connection_er
 from dse.distributed.signals import Shutdown
 from dse.errors import ConfigError, DSEError
 from dse.search import optuna_compat as oc
-from dse.search.evaluation import EvaluationPool, evaluate_design, quick_dispatch
+from dse.search.evaluation import evaluate_design
+from dse.search.pool import EvaluationPool, quick_dispatch
 from dse.search.mirror import StudyMirror
 from dse.search.samplers import make_sampler
 from dse.search.storage import finish_trial, open_storage, open_study, quiet_optuna, storage_label

@@ -1,11 +1,10 @@
-"""Evaluating designs: the evaluation itself, the design key, and a pool of worker processes.
+"""Evaluating designs: the evaluation itself, the design key, and what a worker process sets.
 
 ``evaluate_design`` runs in worker processes; it returns ``{model: metrics}`` (JSON-able). A
 model bug does not stop a study: ``safe_evaluate`` turns the exception into a failed
 ``Outcome`` carrying the error line.
 
-``EvaluationPool`` fans evaluations out to joblib's loky executor (reused across batches and
-runs); ``jobs == 1`` evaluates in this process, lazily, when the result is asked for.
+The pool of worker processes that runs them is ``dse.search.pool``.
 
 loky restarts a worker whose memory grew by more than 300 MB since its first task (when psutil
 is installed), taking the growth for a leak. The model's per-process caches (synthetic traces,
@@ -17,17 +16,12 @@ there and only there; ``tests/search/test_evaluation.py`` fails if loky drops it
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
-import os
-import sys
-import threading
 import traceback
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from dse.errors import ConfigError
 
@@ -35,14 +29,7 @@ if TYPE_CHECKING:
     from dse.search.study import StudyConfig
 
 Evaluator = Callable[[Mapping[str, Any], Sequence[str]], dict[str, dict[str, Any]]]
-WORKER_IDLE_TIMEOUT_S = 300        # an idle loky worker exits after this long
 WORKER_MEMORY_GROWTH_MAX = 4 << 30  # a loky worker growing more than this is replaced (a leak)
-# The driver's GIL switch interval while evaluations run in other processes (Python's default is
-# 5 ms). loky hands a submitted design to a worker, and a result back, through threads of the
-# driver; while the driver's main thread asks or tells (pure Python), each hand-over waits for
-# the GIL. Measured on 2 cores, a task submitted while the main thread computes for 20 ms reached
-# its worker after 9.7 ms (median) at 5 ms and 2.6 ms at 0.5 ms: workers idled at every batch start.
-DISPATCH_SWITCH_INTERVAL_S = 0.0005
 
 
 @dataclass(frozen=True)
@@ -167,14 +154,6 @@ def design_key(cfg: "StudyConfig", design: Mapping[str, Any]) -> str:
     blob = json.dumps(d, sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
-def _exit_with_driver(driver_pid: int) -> None:
-    """Pool initializer: the worker exits within a second of its driver's death, even a kill -9
-    (``dse.lifetime.exit_with_parent``)."""
-    from dse.lifetime import exit_with_parent
-    exit_with_parent(driver_pid)
-    keep_worker_caches()
-
-
 def keep_worker_caches(max_growth_bytes: int = WORKER_MEMORY_GROWTH_MAX) -> bool:
     """In a loky worker: let its memory grow by ``max_growth_bytes`` past its first task before
     loky takes the growth for a leak and replaces the worker (loky's own threshold, 300 MB, is
@@ -191,172 +170,3 @@ def keep_worker_caches(max_growth_bytes: int = WORKER_MEMORY_GROWTH_MAX) -> bool
 
 
 
-class EvaluationPool:
-    """Process workers (joblib's loky executor, reused across batches and runs); ``jobs == 1``
-    evaluates in this process, lazily, when the result is asked for. ``jobs == -1``: every core.
-
-    Without ``affinity`` the workers share one queue: each takes the next design when it is free
-    (best where the driver waits for a whole batch: no worker idles while another has designs
-    queued). With ``affinity`` (a run whose next batch is queued behind the current one) each
-    worker is a single-process executor of its own, and designs of one ``group``
-    (``warm.domain_key``: one scheduling domain and placement) go to the same worker while its
-    queue is at most ``AFFINITY_MARGIN`` tasks longer than the shortest one, else to the worker
-    with the shortest queue. A worker's caches (placement, unit
-    layout and per-tile-width job tables: ~5-20 MB and ~10 ms per domain) then serve the
-    group's later designs instead of being rebuilt in every worker: measured on the 644 designs
-    of ``bench_search.py``'s study split between two processes by domain, 10.1-10.5 s of CPU
-    against 12.6 s split in turn (one process: 11.3-11.5 s)."""
-
-    def __init__(self, jobs: int, affinity: bool = False):
-        self.jobs, self.affinity = jobs, affinity
-        self.executor = None          # kept for callers that test it (None: no worker started)
-        self.owner: dict[Any, int] = {}
-        self.queued: list[int] = []   # tasks handed to each worker and not finished
-        self.owned: list[int] = []
-        self.handles: set = set()     # those tasks
-        self.lock = threading.Lock()
-
-    def submit(self, fn: Evaluator, design: Mapping[str, Any], models: Sequence[str], group: Any = None):
-        """Start evaluating a design (on ``group``'s worker, see the class); returns a handle
-        for ``result``."""
-        if self.jobs == 1:
-            return (fn, design, models)
-        n = self.jobs if self.jobs > 0 else (os.cpu_count() or 1)
-        if self.executor is None:
-            self.executor = _solo_executors(n) if self.affinity else [_shared_executor(n)]
-            self.queued = [0] * len(self.executor)
-            self.owned = [0] * len(self.executor)     # groups each worker owns
-        i = self._pick(group) if self.affinity else 0
-        try:
-            handle = self.executor[i].submit(safe_evaluate, fn, dict(design), tuple(models))
-        except RuntimeError:          # that executor broke (a killed worker): a new one
-            if self.affinity:
-                _SOLO[i].shutdown(wait=False)
-                self.executor[i] = _SOLO[i] = _new_executor()
-            else:
-                self.executor[i] = _shared_executor(n)
-            handle = self.executor[i].submit(safe_evaluate, fn, dict(design), tuple(models))
-        with self.lock:
-            self.queued[i] += 1
-            self.handles.add(handle)
-        handle.add_done_callback(functools.partial(self._done, i))
-        return handle
-
-    def _pick(self, group: Any) -> int:
-        """The worker for a task of ``group``: its owner unless that queue is too long, else (and
-        for a new group, which it then owns) the shortest queue, ties to the fewest groups owned."""
-        with self.lock:
-            least = min(range(len(self.queued)), key=lambda j: (self.queued[j], self.owned[j]))
-            if group is None:
-                return least
-            if group not in self.owner:
-                self.owner[group] = least
-                self.owned[least] += 1
-            mine = self.owner[group]
-            return mine if self.queued[mine] - self.queued[least] <= AFFINITY_MARGIN else least
-
-    def _done(self, i: int, handle) -> None:
-        with self.lock:
-            self.queued[i] -= 1
-            self.handles.discard(handle)
-
-    def pending(self, handle) -> bool:
-        """True while another process still computes the evaluation (``result`` would wait);
-        False in this process (``jobs == 1``: it is computed when asked for)."""
-        return not isinstance(handle, tuple) and not handle.done()
-
-    def result(self, handle) -> Outcome:
-        """The outcome of a submitted evaluation (waits for it)."""
-        if isinstance(handle, tuple):
-            return safe_evaluate(*handle)
-        try:
-            return handle.result()
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except Exception as exc:  # a worker died (killed, out of memory): the run stops, trials re-queued
-            from dse.errors import DSEError
-            raise DSEError(f"an evaluation worker died ({type(exc).__name__}: {exc}); "
-                           f"re-run the same command to resume") from None
-
-    def close(self) -> None:
-        """Drop the tasks not started (a stopped run's batches asked ahead); the workers stay
-        warm for the next run in this process."""
-        with self.lock:
-            handles = list(self.handles)
-        for handle in handles:
-            handle.cancel()
-        self.executor = None
-
-
-AFFINITY_MARGIN = 2
-_SOLO: list = []                  # this process's single-worker executors, reused across runs
-
-
-def _new_executor():
-    from joblib.externals.loky import ProcessPoolExecutor
-    return ProcessPoolExecutor(max_workers=1, timeout=WORKER_IDLE_TIMEOUT_S,
-                               initializer=_exit_with_driver, initargs=(os.getpid(),))
-
-
-_SHARED: list = []                # loky's reusable executor, once this process started it
-
-
-def stop_workers() -> None:
-    """Stop this process's evaluation workers now, without letting them finish a task or tidy
-    up (they hold only caches: every result they sent is already told), and wait until they
-    are gone. Registered at exit (the interpreter is still whole then: dropped later, during
-    its teardown, loky's clean-up reports an ignored exception); a later ``submit`` starts new
-    workers."""
-    for ex in _SOLO + _SHARED:
-        ex.shutdown(wait=True, kill_workers=True)
-    _SOLO.clear()
-    _SHARED.clear()
-
-
-def _register_stop() -> None:
-    if not (_SOLO or _SHARED):
-        import atexit
-        from dse.lifetime import stop_first_at_exit
-        atexit.unregister(stop_workers)
-        atexit.register(stop_workers)
-        stop_first_at_exit(stop_workers)
-
-
-def _shared_executor(n: int):
-    """loky's reusable executor of ``n`` workers sharing one queue (the same one across runs)."""
-    from joblib.externals.loky import get_reusable_executor
-    _register_stop()
-    ex = get_reusable_executor(max_workers=n, timeout=WORKER_IDLE_TIMEOUT_S,
-                               initializer=_exit_with_driver, initargs=(os.getpid(),))
-    _SHARED[:] = [ex]
-    return ex
-
-
-def _solo_executors(n: int) -> list:
-    """``n`` single-worker executors: those this process already started, plus new ones."""
-    _register_stop()
-    while len(_SOLO) < n:
-        _SOLO.append(_new_executor())
-    return _SOLO[:n]
-
-
-@contextmanager
-def quick_dispatch(enabled: bool = True) -> Iterator[None]:
-    """Within the block, this process hands the GIL over every ``DISPATCH_SWITCH_INTERVAL_S``
-    (when ``enabled``: evaluations run in other processes), then as before."""
-    before = sys.getswitchinterval()
-    if enabled:
-        sys.setswitchinterval(DISPATCH_SWITCH_INTERVAL_S)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(before)
-
-
-def make_pool(jobs: int, backend: str = "loky", scheduler: str | None = None, affinity: bool = False):
-    """The evaluation pool of a run: loky processes (``EvaluationPool``, ``affinity`` as there)
-    or a dask.distributed cluster (``dask_pool.DaskPool``, same interface)."""
-    if backend == "dask":
-        from dse.search.dask_pool import DaskPool
-        return DaskPool(safe_evaluate, scheduler=scheduler, workers=jobs)
-    return EvaluationPool(jobs, affinity)

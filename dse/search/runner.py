@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from dse.errors import ConfigError
-from dse.search.evaluation import EvaluationPool, Evaluator, evaluate_design, make_pool, quick_dispatch
+from dse.search.evaluation import Evaluator, evaluate_design
+from dse.search.pool import EvaluationPool, make_pool, quick_dispatch
 from dse.search.fidelity import screen_for
 from dse.search.grid_queue import grid_queue, waiting_params
 from dse.search.mirror import StudyMirror

@@ -28,7 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
-from dse.search.evaluation import EvaluationPool, Evaluator, Outcome, design_key
+from dse.search.evaluation import Evaluator, Outcome, design_key
+from dse.search.pool import EvaluationPool
 from dse.search.fidelity import record_screened
 from dse.search.objectives import score
 from dse.search.stored import OUTCOME_ATTR, constraint_keys, is_scored, outcome

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from dse.search.evaluation import AFFINITY_MARGIN, EvaluationPool
+from dse.search.pool import AFFINITY_DEPTH, EvaluationPool
 from dse.search.results import load_results
 from dse.search.runner import run_study
 from dse.search.study import load_study
@@ -92,19 +92,32 @@ def test_designs_of_one_group_go_to_one_worker():
     assert by_group["a"] != by_group["b"]
 
 
-def test_a_group_spills_to_the_shorter_queue_beyond_the_margin():
+def test_a_worker_with_room_takes_its_group_then_a_new_group_then_steals():
+    """The choice as a worker frees up (no process started: the pool's state is set by hand)."""
+    from collections import deque
+    from concurrent.futures import Future
     pool = EvaluationPool(2, affinity=True)
-    pool.queued, pool.owned = [0, 0], [1, 0]
-    pool.owner["a"] = 0
-    pool.queued[0] = AFFINITY_MARGIN
-    assert pool._pick("a") == 0                   # within the margin: its own worker
-    pool.queued[0] = AFFINITY_MARGIN + 1
-    assert pool._pick("a") == 1                   # beyond: the shortest queue
-    assert pool._pick(None) == 1
-    assert pool._pick("new") == 1 and pool.owner["new"] == 1 and pool.owned == [1, 1]
-    pool.queued = [0, 0]
-    pool.owned = [3, 1]
-    assert pool._pick("newer") == 1                # equal queues: the worker owning fewer groups
+    pool.queued, pool.owned = [0, AFFINITY_DEPTH], [1, 1]
+    pool.owner = {"a": 0, "b": 1}
+
+    def waiting(*groups):
+        pool.waiting = deque((Future(), None, {}, (), g) for g in groups)
+    waiting("b", "new", "a")
+    assert pool._choose(0) == (0, 2)               # its own group first, even behind others
+    waiting("b", "new")
+    assert pool._choose(0) == (0, 1) and pool.owner["new"] == 0 and pool.owned == [2, 1]
+    waiting("b", None)
+    assert pool._choose(0) == (0, 1)               # a design of no group: anyone's
+    waiting("b")
+    assert pool._choose(0) == (0, 0)               # its owner is full: stolen, not re-owned
+    assert pool.owner["b"] == 1
+    pool.queued[1] = AFFINITY_DEPTH - 1
+    assert pool._choose(0) is None                 # its owner has room: left to it
+    assert pool._assign()[0][0] == 1 and pool.queued == [0, AFFINITY_DEPTH] and not pool.waiting
+    waiting("c", "d")
+    pool.queued, pool.owned = [0, 0], [3, 1]
+    assert [i for i, _ in pool._assign()] == [1, 0]   # equal queues: the worker owning fewer groups first
+    assert pool.owner["c"] == 1 and pool.owner["d"] == 0
 
 
 def _pid_now(design, models):

@@ -1,7 +1,8 @@
 """The evaluation pool's workers keep their caches: loky's leak threshold is raised in each worker."""
 from __future__ import annotations
 
-from dse.search.evaluation import WORKER_MEMORY_GROWTH_MAX, EvaluationPool, keep_worker_caches
+from dse.search.evaluation import WORKER_MEMORY_GROWTH_MAX, keep_worker_caches
+from dse.search.pool import EvaluationPool
 
 
 def _threshold(design, models):

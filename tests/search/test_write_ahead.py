@@ -10,7 +10,7 @@ import pytest
 from optuna.distributions import FloatDistribution
 
 from dse.search import runner
-from dse.search.evaluation import EvaluationPool
+from dse.search.pool import EvaluationPool
 from dse.search.mirror import StudyMirror
 from dse.search.results import load_results
 from dse.search.runner import run_study
