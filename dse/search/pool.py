@@ -21,9 +21,12 @@ from dse.search.evaluation import Evaluator, Outcome, keep_worker_caches, safe_e
 
 WORKER_IDLE_TIMEOUT_S = 300        # an idle loky worker exits after this long
 # Designs handed to one worker and not finished (the one it runs and those queued behind it):
-# enough that a worker never waits for the driver between two designs, few enough that the
-# pool still chooses, as each worker frees up, which pending design it takes.
-AFFINITY_DEPTH = 2
+# enough that a worker never waits for the driver between two designs (a design is handed over
+# from a thread of the driver, which waits up to 5 ms for the GIL while the driver asks or
+# tells; designs take 5-10 ms), few enough that the pool still chooses, as each worker frees
+# up, which pending design it takes. Idle gaps per worker on bench_search's study: 0.61-0.88 s
+# with 2, 0.42-0.61 s with 3 (four runs each).
+AFFINITY_DEPTH = 3
 # The driver's GIL switch interval while evaluations run in other processes (Python's default is
 # 5 ms). loky hands a submitted design to a worker, and a result back, through threads of the
 # driver; while the driver's main thread asks or tells (pure Python), each hand-over waits for
@@ -51,8 +54,9 @@ class EvaluationPool:
     scheduling domain and placement) is owned by the worker that first takes one of its
     designs. Submitted designs wait in the pool; whenever a worker holds fewer than
     ``AFFINITY_DEPTH`` designs it takes, in order of preference, the oldest pending design of a
-    group it owns, of a group nobody owns yet (which it then owns), or the oldest pending design
-    whose owner is full (stolen, so that no worker idles while designs wait). A worker's caches
+    group it owns, of a group nobody owns yet (which it then owns), or, when it has nothing left
+    to run, the oldest pending design whose owner is full (stolen: no worker idles while designs
+    wait, and none warms a group's caches while it still has work of its own). A worker's caches
     (placement, unit layout and per-tile-width job tables: ~5-20 MB and ~10 ms per domain) then
     serve the group's later designs instead of being rebuilt in every worker.
 
@@ -135,7 +139,7 @@ class EvaluationPool:
                 return i, k
             if new is None and (group is None or owner is None):
                 new = k
-            if stolen is None and owner is not None and self.queued[owner] >= AFFINITY_DEPTH:
+            if stolen is None and owner is not None and self.queued[i] == 0 and self.queued[owner] >= AFFINITY_DEPTH:
                 stolen = k
         k = new if new is not None else stolen
         if k is None:

@@ -109,7 +109,10 @@ def test_a_worker_with_room_takes_its_group_then_a_new_group_then_steals():
     waiting("b", None)
     assert pool._choose(0) == (0, 1)               # a design of no group: anyone's
     waiting("b")
-    assert pool._choose(0) == (0, 0)               # its owner is full: stolen, not re-owned
+    pool.queued[0] = 1
+    assert pool._choose(0) is None                 # it still has work of its own: no steal
+    pool.queued[0] = 0
+    assert pool._choose(0) == (0, 0)               # idle, and its owner is full: stolen, not re-owned
     assert pool.owner["b"] == 1
     pool.queued[1] = AFFINITY_DEPTH - 1
     assert pool._choose(0) is None                 # its owner has room: left to it
