@@ -142,6 +142,7 @@ def speed(tmp: Path, trials: int, steps: int, batch: int, repeats: int = 3) -> t
     from dse.search.study import load_study
 
     times: dict[int, list[float]] = {1: [], 2: []}
+    outside: dict[int, list[float]] = {1: [], 2: []}   # wall time outside the run loop
     hist, evaluated = {}, 0
     traces = _generate_traces(tmp, steps, batch)
     for rep in range(repeats):
@@ -151,6 +152,7 @@ def speed(tmp: Path, trials: int, steps: int, batch: int, repeats: int = 3) -> t
             # machine), no placement cached (each run computes its own)
             t, s = _timed_run(p, jobs, traces, tmp / f"cache{jobs}-{rep}")
             times[jobs].append(t)
+            outside[jobs].append(t - s["elapsed_s"])
             evaluated = s["evaluations"]
             hist[jobs, rep] = [(x.number, x.params, x.values) for x in load_results(load_study(p)).records]
             print(f"[speed] run {rep + 1}/{repeats}, dse run --jobs {jobs}: {s['complete']} trials, {evaluated} designs "
@@ -163,6 +165,12 @@ def speed(tmp: Path, trials: int, steps: int, batch: int, repeats: int = 3) -> t
           f"{os.cpu_count()} cores -> {ok} the {TARGET_SPEEDUP}x target (ratio {sp / TARGET_SPEEDUP:.3f}); identical "
           f"trials: {'yes' if same else 'NO'}")
     times = {j: statistics.median(v) for j, v in times.items()}
+    out = {j: statistics.median(v) for j, v in outside.items()}
+    bound = times[1] / (out[2] + (times[1] - out[1]) / 2)
+    print(f"[speed] outside the run loop (process start, imports, the summary's read, exit): --jobs 1 "
+          f"{out[1]:.2f} s of {times[1]:.1f} s, --jobs 2 {out[2]:.2f} s; with the loop exactly halved the "
+          f"speed-up could be at most {bound:.2f}x (Amdahl); the loop itself went {(times[1] - out[1]) / (times[2] - out[2]):.2f}x "
+          f"as fast")
     per_design, sample = _evaluation_s(tmp / "speed1-0", tmp / "cache1-0")
     share = min(1.0, evaluated * per_design / times[1])
     print(f"[speed] what the --jobs 1 run was: {evaluated} designs x {per_design * 1e3:.1f} ms (in-process, "
