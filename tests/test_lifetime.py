@@ -123,10 +123,10 @@ def test_exit_with_parent_ends_an_orphaned_child(tmp_path):
     assert callable(exit_with_parent)
 
 
-def _run_code(code: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+def _python(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python ARGS`` with this checkout's package, its output captured."""
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def test_exit_now_flushes_runs_the_handlers_in_order_and_keeps_the_status(tmp_path):
@@ -143,7 +143,7 @@ def test_exit_now_flushes_runs_the_handlers_in_order_and_keeps_the_status(tmp_pa
             "    lifetime.exit_now(3)\n"
             "finally:\n"
             "    print('not reached')\n")
-    done = _run_code(code, str(log))
+    done = _python("-c", code, str(log))
     assert done.returncode == 3, done.stderr
     assert done.stdout == "buffered, no newline"
     assert log.read_text() == "first\natexit\n"
@@ -160,7 +160,7 @@ def test_exit_now_waits_for_a_live_non_daemon_thread(tmp_path):
             "    pathlib.Path(sys.argv[1]).touch()\n"
             "threading.Thread(target=late).start()\n"
             "lifetime.exit_now(0)\n")
-    done = _run_code(code, str(mark))
+    done = _python("-c", code, str(mark))
     assert done.returncode == 0, done.stderr
     assert mark.exists()
 
@@ -169,9 +169,7 @@ def test_exit_now_under_a_profiler_exits_normally(tmp_path):
     """`python -m cProfile -o F script` writes F after the script returns: exit_now must let it."""
     script, prof = tmp_path / "script.py", tmp_path / "out.prof"
     script.write_text("from dse import lifetime\nlifetime.exit_now(0)\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof), str(script)], capture_output=True,
-                          text=True, env=env, timeout=120)
+    done = _python("-m", "cProfile", "-o", str(prof), str(script))
     assert done.returncode == 0, done.stderr
     assert prof.is_file() and prof.stat().st_size > 0
 
@@ -184,10 +182,8 @@ def test_dse_run_jobs_2_ends_cleanly_with_the_study_whole_in_its_file(tmp_path):
     import shutil
     import sqlite3
     db = tmp_path / "s.db"
-    done = subprocess.run([sys.executable, "-m", "dse", "run", str(ROOT / "studies/quickstart.toml"), "--jobs", "2",
-                           "--trials", "16", "--no-progress", "--storage", str(db)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = _python("-m", "dse", "run", str(ROOT / "studies/quickstart.toml"), "--jobs", "2", "--trials", "16",
+                   "--no-progress", "--storage", str(db), cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr
     noise = [ln for ln in done.stderr.splitlines()
              if any(w in ln for w in ("leaked", "Exception ignored", "Traceback", "Warning", "resource_tracker"))]

@@ -154,6 +154,7 @@ def design_key(cfg: "StudyConfig", design: Mapping[str, Any]) -> str:
     blob = json.dumps(d, sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
+
 def keep_worker_caches(max_growth_bytes: int = WORKER_MEMORY_GROWTH_MAX) -> bool:
     """In a loky worker: let its memory grow by ``max_growth_bytes`` past its first task before
     loky takes the growth for a leak and replaces the worker (loky's own threshold, 300 MB, is
@@ -167,6 +168,3 @@ def keep_worker_caches(max_growth_bytes: int = WORKER_MEMORY_GROWTH_MAX) -> bool
         return False
     process_executor._MAX_MEMORY_LEAK_SIZE = int(max_growth_bytes)
     return True
-
-
-

@@ -5,7 +5,8 @@ runs); ``jobs == 1`` evaluates in this process, lazily, when the result is asked
 ``affinity`` each worker is an executor of its own, and the pool hands it designs of the groups
 (scheduling domains) it owns as it frees up (see the class). A worker exits with its driver
 (``dse.lifetime.exit_with_parent``) and raises loky's leak threshold
-(``evaluation.keep_worker_caches``); the workers are stopped, not left to tidy up, at exit.
+(``evaluation.keep_worker_caches``); at exit the workers are stopped (``stop_workers``: each
+finishes the design it runs) before the exit handlers that would wait for them.
 """
 from __future__ import annotations
 
@@ -154,14 +155,14 @@ class EvaluationPool:
         """Hand what can be handed to the workers (from the driver's thread, or loky's when a
         design finishes; submitted outside the lock)."""
         with self.lock:
-            tasks = self._assign()
+            tasks, executors = self._assign(), self.executor   # close() may drop self.executor meanwhile
         for i, (future, fn, design, models, _) in tasks:
             try:
-                inner = self.executor[i].submit(safe_evaluate, fn, design, models)
+                inner = executors[i].submit(safe_evaluate, fn, design, models)
             except RuntimeError:      # that executor broke (a killed worker): a new one
                 _SOLO[i].shutdown(wait=False)
-                self.executor[i] = _SOLO[i] = _new_executor()
-                inner = self.executor[i].submit(safe_evaluate, fn, design, models)
+                executors[i] = _SOLO[i] = _new_executor()
+                inner = executors[i].submit(safe_evaluate, fn, design, models)
             with self.lock:
                 if future in self.handles:
                     self.handles[future] = inner

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dse.cli import main
-from dse.search.storage import mask_text, mask_url
+from dse.search.storage import mask_text, mask_url, quiet_optuna
 from tests.fixtures import write_distributed_study as write_study
 
 
@@ -73,3 +73,22 @@ def test_mask_url_never_shows_the_password(user, password, host, port, query, sc
         assert pw not in mask_url(f"{scheme}://{host}/studies?password={pw}")
         assert mask_url(f"{scheme}://{host}/studies?password=abcdef&x=1") == \
             f"{scheme}://{host}/studies?password=***&x=1"
+
+
+def test_close_storages_leaves_a_sqlite_study_whole_in_its_file(tmp_path):
+    """A writing and a read-only storage on one SQLite file, both holding pooled connections:
+    closed as at exit (``close_storages``: the read-only one first), the writer's connection
+    closes last, so the write-ahead log is checkpointed into the file and removed. Closed the
+    other way round, the log stays, and the file alone lacks the study."""
+    import optuna
+    from dse.search.storage import close_storages, open_storage
+    db, wal = tmp_path / "w.db", tmp_path / "w.db-wal"
+    writer = open_storage(f"sqlite:///{db}", "w", tmp_path)
+    with quiet_optuna():
+        study = optuna.create_study(study_name="w", storage=writer)
+        study.tell(study.ask({"x": optuna.distributions.FloatDistribution(0, 1)}), 1.0)
+        reader = open_storage(f"sqlite:///{db}", "w", tmp_path, read_only=True)
+        assert reader.get_study_id_from_name("w") == study._study_id
+    assert wal.exists() and wal.stat().st_size > 0
+    assert close_storages() >= 2
+    assert not wal.exists()
