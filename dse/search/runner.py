@@ -110,7 +110,7 @@ class _Run:
         self.blind = SAMPLERS[cfg.sampler].blind and cfg.fidelity != "multi"   # batches asked ahead
         if jobs != 1 and backend == "loky":   # the workers start and generate traces while the storage opens
             from dse.search import warm
-            self.pool = make_pool(jobs, affinity=self.blind)
+            self.pool = make_pool(jobs, affinity=True)
             self.tracing = warm.submit_traces(cfg, self.pool)
         self.pstudy, storage = open_study(cfg, create=True)
         self.storage = storage
@@ -138,7 +138,7 @@ class _Run:
         if self.complete >= s.target:
             pool = EvaluationPool(1)
         else:
-            pool = self.pool or make_pool(self.jobs, backend, scheduler, affinity=self.blind)
+            pool = self.pool or make_pool(self.jobs, backend, scheduler, affinity=True)
         if (self.jobs != 1 or backend != "loky") and self.complete < s.target:
             from dse.search import warm
             warm.wait(self.tracing or warm.submit_traces(cfg, pool), pool)
