@@ -120,12 +120,13 @@ class StudyMirror:
         return t
 
     def tell(self, trial, values: list[float] | None):
-        """Tell the in-memory trial (``values`` None: failed); return it finished (frozen)."""
+        """Tell the in-memory trial (``values`` None: failed); return it finished (frozen: the
+        in-memory study's own object, not a copy)."""
         from optuna.trial import TrialState
         if values is None:
-            ft = self.mem.tell(trial, state=TrialState.FAIL)
+            ft = optuna_compat.tell_in_place(self.mem, trial, state=TrialState.FAIL)
         else:
-            ft = self.mem.tell(trial, values=values)
+            ft = optuna_compat.tell_in_place(self.mem, trial, values=values)
         self.held.append(ft)
         return ft
 

@@ -52,6 +52,29 @@ def test_study_system_attrs():
     assert oc.study_system_attrs(study), "NSGA-II no longer caches its parents in the study"
 
 
+def test_tell_in_place_finishes_as_tell_does_without_the_copy():
+    """The trial returned equals what ``Study.tell`` returns on a twin study, and is the study's
+    own object (not a copy); a failed trial likewise."""
+    from optuna.trial import TrialState
+    twins = [optuna.create_study(directions=["minimize", "maximize"], sampler=optuna.samplers.RandomSampler(seed=3))
+             for _ in range(2)]
+    got = []
+    for study in twins:
+        t = study.ask({"x": FloatDistribution(0, 1)})
+        t.set_user_attr("dse", {"metrics": {"m": {"a": 1.0, "b": [1, 2]}}})
+        f = study.ask({"x": FloatDistribution(0, 1)})
+        got.append((study, t, f))
+    (a, ta, fa), (b, tb, fb) = got
+    done = oc.tell_in_place(a, ta, values=[0.5, 2.0])
+    want = b.tell(tb, values=[0.5, 2.0])
+    assert done.state == want.state == TrialState.COMPLETE and done.values == want.values
+    assert done.params == want.params and done.user_attrs == want.user_attrs
+    assert done is a.get_trials(deepcopy=False)[0]
+    failed = oc.tell_in_place(a, fa, state=TrialState.FAIL)
+    assert failed.state == b.tell(fb, state=TrialState.FAIL).state == TrialState.FAIL
+    assert failed is a.get_trials(deepcopy=False)[1]
+
+
 def test_forget_cached_trials_drops_the_thread_cache(rdb_study):
     study, storage = rdb_study
     assert hasattr(study._thread_local, "cached_all_trials"), "optuna's per-thread trial cache moved"
