@@ -6,6 +6,7 @@ and overrides address the same study).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from dse.errors import ConfigError
@@ -60,14 +61,16 @@ def run(args: argparse.Namespace) -> int:
     cfg = study_from_args(args, trials=args.trials)
     progress = not args.no_progress and sys.stderr.isatty()
     lines = None if progress or args.no_progress else BatchLines(cfg.name)
+    terminated: list[int] = []
     try:
-        s = run_study(cfg, jobs=args.jobs, progress=progress, on_batch=lines, backend=args.backend,
-                      scheduler=args.scheduler,
-                      notify=lambda note: print(f"dse: note: {note}", file=sys.stderr, flush=True))
+        with _sigterm_as_interrupt(terminated):
+            s = run_study(cfg, jobs=args.jobs, progress=progress, on_batch=lines, backend=args.backend,
+                          scheduler=args.scheduler,
+                          notify=lambda note: print(f"dse: note: {note}", file=sys.stderr, flush=True))
     except KeyboardInterrupt:
-        print(f"dse: interrupted; finished trials are kept. Re-run the same command to resume study "
-              f"{cfg.name!r}.", file=sys.stderr)
-        return 130
+        print(f"dse: {'terminated (SIGTERM)' if terminated else 'interrupted'}; finished trials are kept. "
+              f"Re-run the same command to resume study {cfg.name!r}.", file=sys.stderr)
+        return 143 if terminated else 130
     knee = _knee_summary(cfg)
     if args.json:
         out = {**s.__dict__, **knee}
@@ -94,6 +97,31 @@ def run(args: argparse.Namespace) -> int:
     ref = cfg.command_args()
     print(f"next: dse front {ref} | dse report {ref} -o report.html | dse export {ref} --knee -o design.toml")
     return 0
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt(terminated: list[int]):
+    """Within the block, SIGTERM (a batch system's time limit, `kill`) stops the run as Ctrl-C
+    does: the told trials are written, the workers stopped, the storage closed. Before, it
+    ended the process at once: resumable, but loky's resource tracker then reported the dead
+    driver's semaphores as leaked. A second SIGTERM ends the process at once. Main thread only."""
+    import signal
+    import threading
+
+    def stop(signum, frame):
+        terminated.append(signum)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        if not terminated:
+            signal.signal(signal.SIGTERM, before)
 
 
 class BatchLines:
