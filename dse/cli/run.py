@@ -40,7 +40,7 @@ def register(sub) -> None:
     add_study_args(p)
     p.add_argument("--trials", type=_int_arg, help="target number of finished trials (default: the study's)")
     p.add_argument("--jobs", "-j", type=_int_arg, default=1,
-                   help="worker processes evaluating designs (default 1; -1 = every core)")
+                   help="processes evaluating designs: this one and J - 1 workers (default 1; -1 = every core)")
     p.add_argument("--backend", choices=("loky", "dask"), default="loky",
                    help="where evaluations run: local worker processes (loky, default) or a "
                         "dask.distributed cluster (dask)")
@@ -54,6 +54,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dse.search.runner import run_study
+    from dse.search.pool import release_workers
     from dse.cli.jobs import bounded_jobs
     args.jobs = bounded_jobs(args.jobs)
     if args.scheduler is not None and args.backend != "dask":
@@ -71,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"dse: {'terminated (SIGTERM)' if terminated else 'interrupted'}; finished trials are kept. "
               f"Re-run the same command to resume study {cfg.name!r}.", file=sys.stderr)
         return 143 if terminated else 130
+    release_workers()                 # they exit while the summary is read
     knee = _knee_summary(cfg)
     if args.json:
         out = {**s.__dict__, **knee}

@@ -2,8 +2,9 @@
 
 ``EvaluationPool`` fans evaluations out to joblib's loky executor (reused across batches and
 runs); ``jobs == 1`` evaluates in this process, lazily, when the result is asked for. With
-``affinity`` each worker is an executor of its own, and the pool hands it designs of the groups
-(scheduling domains) it owns as it frees up (see the class). A worker exits with its driver
+``affinity`` each worker is an executor of its own, the pool hands it designs of the groups
+(scheduling domains) it owns as it frees up, and this process is one of the ``jobs``: it
+evaluates designs itself whenever it would wait for a result (see the class). A worker exits with its driver
 (``dse.lifetime.exit_with_parent``) and raises loky's leak threshold
 (``evaluation.keep_worker_caches``); at exit the workers are stopped (``stop_workers``: each
 finishes the design it runs) before the exit handlers that would wait for them.
@@ -36,6 +37,10 @@ AFFINITY_DEPTH = 3
 DISPATCH_SWITCH_INTERVAL_S = 0.0005
 
 
+def _started() -> None:
+    """A worker's first task (``EvaluationPool._start_workers``)."""
+
+
 def _exit_with_driver(driver_pid: int) -> None:
     """Pool initializer: the worker exits within a second of its driver's death, even a kill -9
     (``dse.lifetime.exit_with_parent``)."""
@@ -49,16 +54,29 @@ class EvaluationPool:
     evaluates in this process, lazily, when the result is asked for. ``jobs == -1``: every core.
 
     Without ``affinity`` (``dse worker``) the workers share one queue: each takes the next design
-    when it is free. With ``affinity`` (``dse run``, any sampler) each worker is a
-    single-process executor of its own, and a group (``warm.domain_key``: one
-    scheduling domain and placement) is owned by the worker that first takes one of its
-    designs. Submitted designs wait in the pool; whenever a worker holds fewer than
-    ``AFFINITY_DEPTH`` designs it takes, in order of preference, the oldest pending design of a
-    group it owns, of a group nobody owns yet (which it then owns), or, when it has nothing left
-    to run, the oldest pending design whose owner is full (stolen: no worker idles while designs
-    wait, and none warms a group's caches while it still has work of its own). A worker's caches
-    (placement, unit layout and per-tile-width job tables: ~5-20 MB and ~10 ms per domain) then
-    serve the group's later designs instead of being rebuilt in every worker.
+    when it is free. With ``affinity`` (``dse run``, any sampler) the pool has ``jobs`` slots:
+    ``jobs - 1`` workers, each a single-process executor of its own, and this process (``here``,
+    the last slot). A group (``warm.domain_key``: one scheduling domain and placement) is owned
+    by the slot that first takes one of its designs. Submitted designs wait in the pool; whenever
+    a worker holds fewer than ``AFFINITY_DEPTH`` designs it takes, in order of preference, the
+    oldest pending design of a group it owns, of a group nobody owns yet (which it then owns),
+    or, when it has nothing left to run, the oldest pending design whose owner is full or is
+    this process (stolen: no worker idles while designs wait, and none warms a group's caches
+    while it still has work of its own). A slot's caches (placement, unit layout and
+    per-tile-width job tables: ~5-20 MB and ~10 ms per domain) then serve the group's later
+    designs instead of being rebuilt in every process.
+
+    This process takes a design by the same rules, one at a time, only when it asks for a result
+    that is not ready (``result``): it would otherwise wait, while it also asks, tells and writes
+    trials. A worker holds no design until it has started (``_start_workers``). A design that
+    kills its process (a segfault, the OOM killer) then ends the run if this process runs it, as
+    with ``--jobs 1`` (the run resumes; in a worker it fails with one line). Before, ``jobs``
+    workers and the driver shared ``jobs`` cores, and the driver's CPU (asking, telling, SQLite,
+    loky's threads: about 1.7 s of bench_search's 768-trial study) took the cores from the
+    workers: on 2 cores a design cost a worker 7.8-9.0 ms of wall time for 6.4-7.3 ms of CPU.
+    Now the worker's designs take their CPU time (5.6-6.2 ms). ``dse run`` of that study with
+    ``--jobs 2``, three alternated pairs: 4.55 / 4.90 / 5.10 s against 5.07 / 5.28 / 5.69 s,
+    the span of the evaluations 3.35-3.77 s against 3.60-3.99 s; the same trials, row for row.
 
     Measured on the 644 designs of ``bench_search.py``'s study: handing each design to a worker
     when it is submitted (its owner unless that queue was 3 longer than the shortest) warmed 41
@@ -73,9 +91,11 @@ class EvaluationPool:
         self.owner: dict[Any, int] = {}
         self.queued: list[int] = []   # designs handed to each worker and not finished
         self.owned: list[int] = []    # groups each worker owns
+        self.started: list[bool] = []   # each worker has returned a result
         self.waiting: deque = deque()  # (future, fn, design, models, group) not handed to a worker
         self.handles: dict = {}       # future -> the loky future it runs as (None: waiting)
         self.lock = threading.Lock()
+        self.here: int | None = None  # this process's slot (affinity and jobs > 1: the last one)
 
     def submit(self, fn: Evaluator, design: Mapping[str, Any], models: Sequence[str], group: Any = None):
         """Start evaluating a design (on ``group``'s worker, see the class); returns a handle
@@ -84,9 +104,16 @@ class EvaluationPool:
             return (fn, design, models)
         n = self.jobs if self.jobs > 0 else (os.cpu_count() or 1)
         if self.executor is None:
-            self.executor = _solo_executors(n) if self.affinity else [_shared_executor(n)]
+            if self.affinity and n > 1:       # n - 1 workers, and this process evaluates too
+                self.executor = _solo_executors(n - 1) + [None]
+                self.here = n - 1
+            else:
+                self.executor = _solo_executors(n) if self.affinity else [_shared_executor(n)]
             self.queued = [0] * len(self.executor)
             self.owned = [0] * len(self.executor)
+            self.started = [False] * len(self.executor)
+            if self.affinity:
+                self._start_workers()
         if not self.affinity:
             try:
                 handle = self.executor[0].submit(safe_evaluate, fn, dict(design), tuple(models))
@@ -104,6 +131,20 @@ class EvaluationPool:
         self._dispatch()
         return future
 
+    def _start_workers(self) -> None:
+        """Each worker's first task is an empty one: until it is back (the worker started, ~0.5 s),
+        the worker counts as full, so designs wait for this process instead of behind it."""
+        for i in range(len(self.executor)):
+            if i != self.here:
+                self.queued[i] += 1
+                _submit_solo(self.executor, i, _started).add_done_callback(lambda _, i=i: self._up(i))
+
+    def _up(self, i: int) -> None:
+        with self.lock:
+            self.queued[i] -= 1
+            self.started[i] = True
+        self._dispatch()
+
     def _forget(self, handle) -> None:
         with self.lock:
             self.handles.pop(handle, None)
@@ -113,7 +154,8 @@ class EvaluationPool:
         (worker, task) pairs to submit."""
         out = []
         while self.waiting:
-            room = [i for i in range(len(self.queued)) if self.queued[i] < AFFINITY_DEPTH]
+            room = [i for i in range(len(self.queued))        # this process takes its own (result)
+                    if i != self.here and self.queued[i] < self._depth(i)]
             if not room:
                 break
             pick = None
@@ -131,8 +173,12 @@ class EvaluationPool:
                 out.append((i, task))
         return out
 
+    def _depth(self, i: int) -> int:
+        """Designs worker ``i`` may hold: none while it starts (``_start_workers``)."""
+        return AFFINITY_DEPTH if self.started[i] else 1
+
     def _choose(self, i: int) -> tuple[int, int] | None:
-        """The waiting design worker ``i`` takes: (i, index), or None."""
+        """The waiting design slot ``i`` takes: (i, index), or None."""
         new = stolen = None
         for k, task in enumerate(self.waiting):
             group = task[4]
@@ -141,7 +187,8 @@ class EvaluationPool:
                 return i, k
             if new is None and (group is None or owner is None):
                 new = k
-            if stolen is None and owner is not None and self.queued[i] == 0 and self.queued[owner] >= AFFINITY_DEPTH:
+            if stolen is None and owner is not None and self.queued[i] == 0 and \
+                    (owner == self.here or self.queued[owner] >= self._depth(owner)):
                 stolen = k
         k = new if new is not None else stolen
         if k is None:
@@ -158,12 +205,7 @@ class EvaluationPool:
         with self.lock:
             tasks, executors = self._assign(), self.executor   # close() may drop self.executor meanwhile
         for i, (future, fn, design, models, _) in tasks:
-            try:
-                inner = executors[i].submit(safe_evaluate, fn, design, models)
-            except RuntimeError:      # that executor broke (a killed worker): a new one
-                _SOLO[i].shutdown(wait=False)
-                executors[i] = _SOLO[i] = _new_executor()
-                inner = executors[i].submit(safe_evaluate, fn, design, models)
+            inner = _submit_solo(executors, i, safe_evaluate, fn, design, models)
             with self.lock:
                 if future in self.handles:
                     self.handles[future] = inner
@@ -187,9 +229,15 @@ class EvaluationPool:
         return not isinstance(handle, tuple) and not handle.done()
 
     def result(self, handle) -> Outcome:
-        """The outcome of a submitted evaluation (waits for it)."""
+        """The outcome of a submitted evaluation (waits for it; with a slot of its own, this
+        process evaluates the designs it takes meanwhile, see the class)."""
         if isinstance(handle, tuple):
             return safe_evaluate(*handle)
+        while self.here is not None and not handle.done():
+            task = self._take_here()
+            if task is None:          # nothing this process may take: wait for the workers
+                break
+            self._run_here(task)
         try:
             return handle.result()
         except (KeyboardInterrupt, SystemExit):
@@ -198,6 +246,35 @@ class EvaluationPool:
             from dse.errors import DSEError
             raise DSEError(f"an evaluation worker died ({type(exc).__name__}: {exc}); "
                            f"re-run the same command to resume") from None
+
+    def _take_here(self) -> tuple | None:
+        """The waiting design this process evaluates next (``_choose`` for its slot), or None."""
+        with self.lock:
+            while self.waiting and self.executor is not None:
+                pick = self._choose(self.here)
+                if pick is None:
+                    return None
+                task = self.waiting[pick[1]]
+                del self.waiting[pick[1]]
+                if task[0].set_running_or_notify_cancel():      # False: cancelled while it waited
+                    self.queued[self.here] += 1
+                    return task
+        return None
+
+    def _run_here(self, task) -> None:
+        """Evaluate a design in this process; Ctrl-C (or SIGTERM, as the CLI maps it) fails its
+        handle as cancelled and goes on up."""
+        future, fn, design, models, _ = task
+        try:
+            outcome = safe_evaluate(fn, design, models)
+        except BaseException:
+            future.set_exception(CancelledError())
+            raise
+        finally:
+            with self.lock:
+                self.queued[self.here] -= 1
+                self.handles.pop(future, None)
+        future.set_result(outcome)
 
     def close(self) -> None:
         """Drop the tasks not started (a stopped run's batches asked ahead); the workers stay
@@ -214,6 +291,7 @@ class EvaluationPool:
 
 _SOLO: list = []                  # this process's single-worker executors, reused across runs
 _SHARED: list = []                # loky's reusable executor, once this process started it
+_RELEASED: list = []              # executors told to stop (``release_workers``), joined at exit
 
 
 def stop_workers() -> None:
@@ -223,14 +301,28 @@ def stop_workers() -> None:
     clean-up reports an ignored exception); a later ``submit`` starts new workers. Not killed:
     a worker killed at exit left loky's resource tracker a semaphore to report as leaked (2 of
     12 runs of an NSGA-II study with --jobs 2)."""
-    for ex in _SOLO + _SHARED:
+    for ex in _SOLO + _SHARED + _RELEASED:
         ex.shutdown(wait=True)
+    _SOLO.clear()
+    _SHARED.clear()
+    _RELEASED.clear()
+
+
+def release_workers() -> None:
+    """Tell this process's evaluation workers to stop (each finishes the task it runs) without
+    waiting for them; ``stop_workers`` (at exit) waits. `dse run` calls it when its run is over,
+    so that its worker exits while it reads and prints the summary (about 0.1 s of a 4-5 s run of
+    ``bench_search.py``'s study with ``--jobs 2`` was spent waiting for it at exit). A later
+    ``submit`` starts new workers."""
+    for ex in _SOLO + _SHARED:
+        ex.shutdown(wait=False)
+    _RELEASED.extend(_SOLO + _SHARED)
     _SOLO.clear()
     _SHARED.clear()
 
 
 def _register_stop() -> None:
-    if not (_SOLO or _SHARED):
+    if not (_SOLO or _SHARED or _RELEASED):
         import atexit
         from dse.lifetime import stop_first_at_exit
         atexit.unregister(stop_workers)
@@ -242,6 +334,16 @@ def _new_executor():
     from joblib.externals.loky import ProcessPoolExecutor
     return ProcessPoolExecutor(max_workers=1, timeout=WORKER_IDLE_TIMEOUT_S,
                                initializer=_exit_with_driver, initargs=(os.getpid(),))
+
+
+def _submit_solo(executors: list, i: int, fn, *args):
+    """Submit to worker ``i``'s executor; one that broke (a killed worker) is replaced first."""
+    try:
+        return executors[i].submit(fn, *args)
+    except RuntimeError:
+        _SOLO[i].shutdown(wait=False)
+        executors[i] = _SOLO[i] = _new_executor()
+        return executors[i].submit(fn, *args)
 
 
 def _shared_executor(n: int):

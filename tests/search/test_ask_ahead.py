@@ -17,6 +17,7 @@ from dse.search.results import load_results
 from dse.search.runner import run_study
 from dse.search.study import load_study
 from tests.fixtures import TOY_OBJECTIVES, write_study
+from tests.search.test_pool import started
 from tests.search.test_runner import fake_eval
 
 # 8 designs: batches of 6 repeat designs of the batch before (the cache's and the ahead path's case)
@@ -80,7 +81,7 @@ def _pid(design, models):
 
 
 def test_designs_of_one_group_go_to_one_worker():
-    pool = EvaluationPool(2, affinity=True)
+    pool = started(EvaluationPool(3, affinity=True))     # two workers (up) and this process
     try:
         groups = ["a", "b", "a", "b", "a"]
         handles = [pool.submit(_pid, {"g": g}, ["m"], group=g) for g in groups]
@@ -97,7 +98,7 @@ def test_a_worker_with_room_takes_its_group_then_a_new_group_then_steals():
     from collections import deque
     from concurrent.futures import Future
     pool = EvaluationPool(2, affinity=True)
-    pool.queued, pool.owned = [0, AFFINITY_DEPTH], [1, 1]
+    pool.queued, pool.owned, pool.started = [0, AFFINITY_DEPTH], [1, 1], [True, True]
     pool.owner = {"a": 0, "b": 1}
 
     def waiting(*groups):
@@ -116,6 +117,9 @@ def test_a_worker_with_room_takes_its_group_then_a_new_group_then_steals():
     assert pool.owner["b"] == 1
     pool.queued[1] = AFFINITY_DEPTH - 1
     assert pool._choose(0) is None                 # its owner has room: left to it
+    pool.here = 1
+    assert pool._choose(0) == (0, 0)               # ... unless the owner is the driver (it takes
+    pool.here = None                               # designs only while it waits for a result)
     assert pool._assign()[0][0] == 1 and pool.queued == [0, AFFINITY_DEPTH] and not pool.waiting
     waiting("c", "d")
     pool.queued, pool.owned = [0, 0], [3, 1]
@@ -128,8 +132,9 @@ def _pid_now(design, models):
 
 
 def test_new_groups_spread_over_idle_workers():
-    """Each task done before the next is submitted (queues always empty): groups still alternate."""
-    pool = EvaluationPool(2, affinity=True)
+    """Each task done before the next is submitted (queues always empty): groups still alternate
+    (over the two workers: this process takes a design only when one waits for a slot)."""
+    pool = started(EvaluationPool(3, affinity=True))
     try:
         pids = [pool.result(pool.submit(_pid_now, {}, ["m"], group=g)).metrics["m"]["pid"] for g in "abcd"]
     finally:
