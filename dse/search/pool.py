@@ -4,8 +4,8 @@
 runs); ``jobs == 1`` evaluates in this process, lazily, when the result is asked for. With
 ``affinity`` each worker is an executor of its own, the pool hands it designs of the groups
 (scheduling domains) it owns as it frees up, and this process is one of the ``jobs``: it
-evaluates designs itself whenever it would wait for a result (see the class). A worker exits with its driver
-(``dse.lifetime.exit_with_parent``) and raises loky's leak threshold
+evaluates designs itself whenever it would wait for a result (see the class). A worker exits
+with its driver (``dse.lifetime.exit_with_parent``) and raises loky's leak threshold
 (``evaluation.keep_worker_caches``); at exit the workers are stopped (``stop_workers``: each
 finishes the design it runs) before the exit handlers that would wait for them.
 """
@@ -91,7 +91,7 @@ class EvaluationPool:
         self.owner: dict[Any, int] = {}
         self.queued: list[int] = []   # designs handed to each worker and not finished
         self.owned: list[int] = []    # groups each worker owns
-        self.started: list[bool] = []   # each worker has returned a result
+        self.started: list[bool] = []   # each worker's empty first task is back
         self.waiting: deque = deque()  # (future, fn, design, models, group) not handed to a worker
         self.handles: dict = {}       # future -> the loky future it runs as (None: waiting)
         self.lock = threading.Lock()
@@ -174,7 +174,8 @@ class EvaluationPool:
         return out
 
     def _depth(self, i: int) -> int:
-        """Designs worker ``i`` may hold: none while it starts (``_start_workers``)."""
+        """Tasks worker ``i`` may hold: only its empty first task until that is back
+        (``_start_workers``), so it takes no design while it starts."""
         return AFFINITY_DEPTH if self.started[i] else 1
 
     def _choose(self, i: int) -> tuple[int, int] | None:
