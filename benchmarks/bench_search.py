@@ -35,7 +35,8 @@ Run: python benchmarks/bench_search.py [--seeds 5] [--budget 0.10] [--speed-tria
    engine's workers split them, against one process doing them all: memory traffic and a busy
    machine both lower it). On a shared machine the capacity moves
    with the other users' load (Linux gives each session its share: while another session keeps
-   one core busy, a run's two workers share the other), so a speed-up is only comparable with
+   one core busy, a run's two evaluating processes share the other: since stop 16 ``--jobs 2``
+   is one worker and the driver, which evaluates while it would wait), so a speed-up is only comparable with
    the capacities measured beside it; the engine's efficiency is printed against both.
 """
 from __future__ import annotations
