@@ -108,11 +108,11 @@ class _Run:
         make_sampler(cfg, cfg.seed)   # a sampler that cannot be built (missing extra) fails before any file
         self.pool, self.tracing = None, []
         self.blind = SAMPLERS[cfg.sampler].blind and cfg.fidelity != "multi"   # batches asked ahead
-        self.pstudy, storage = open_study(cfg, create=True)
-        if jobs != 1 and backend == "loky":   # the workers start (this process takes the traces meanwhile)
+        if jobs != 1 and backend == "loky":   # the worker starts while the storage opens
             from dse.search import warm
             self.pool = make_pool(jobs, affinity=True)
             self.tracing = warm.submit_traces(cfg, self.pool)
+        self.pstudy, storage = open_study(cfg, create=True)
         self.storage = storage
         optuna.storages.fail_stale_trials(self.pstudy)         # trials of dead `dse worker`s: re-queued
         n_existing = len(self.pstudy.get_trials(deepcopy=False))
