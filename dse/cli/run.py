@@ -73,9 +73,9 @@ def run(args: argparse.Namespace) -> int:
               f"Re-run the same command to resume study {cfg.name!r}.", file=sys.stderr)
         return 143 if terminated else 130
     release_workers()                 # they exit while the summary is read
-    knee = _knee_summary(cfg)
+    knee = _knee_summary(cfg, s.results)
     if args.json:
-        out = {**s.__dict__, **knee}
+        out = {**s.fields(), **knee}
         print(dumps(out))
         return 0
     print(f"study {s.study}: {s.complete}/{s.target} trials finished ({s.new_trials} this run: "
@@ -141,10 +141,12 @@ class BatchLines:
               f"{st['feasible']} feasible, front {st['front']}", file=sys.stderr, flush=True)
 
 
-def _knee_summary(cfg) -> dict:
+def _knee_summary(cfg, res=None) -> dict:
+    """The front and knee of the study (``res``: its results as the run holds them; None: read
+    back from the storage)."""
     from dse.search.quality import knee_moved
     from dse.search.results import load_results
-    res = load_results(cfg)
+    res = res if res is not None else load_results(cfg)
     k = res.knee()
     if k is None:
         return {"front_size": 0, "knee_trial": None}

@@ -158,6 +158,13 @@ class StudyMirror:
             return None
         return sum(optuna_compat.count_by_state(rdb, self.sid).values())
 
+    def stored_count(self) -> int:
+        """How many trials the persistent study holds, in every state."""
+        rdb = optuna_compat.rdb(self.storage)
+        if rdb is not None:
+            return sum(optuna_compat.count_by_state(rdb, self.sid).values())
+        return len(self.storage.get_all_trials(self.sid, deepcopy=False))
+
     def write_batch(self, fts: Sequence, first: int) -> int:
         """Write the told trials ``fts`` (finished, in order, numbered from ``first`` as
         ``next_number`` said) to the persistent storage as new trials in one transaction.

@@ -170,6 +170,13 @@ def load_results(cfg: StudyConfig) -> StudyResults:
     with quiet_optuna():
         study, _ = open_study(cfg, create=False)
         trials = optuna_read.all_trials(study)
+    return results_from_trials(cfg, trials, dict(study.user_attrs))
+
+
+def results_from_trials(cfg: StudyConfig, trials: list, study_attrs: dict[str, Any]) -> StudyResults:
+    """``StudyResults`` of the stored trials ``trials`` (frozen, in the storage's form: see
+    ``dse.search.stored``), as ``load_results`` builds them from the storage; ``dse run`` builds
+    its summary this way from the trials it holds (``runner.held_results``)."""
     by_number = {t.number: t for t in trials}
     cnames = constraint_keys(cfg)
     recs = []
@@ -189,7 +196,7 @@ def load_results(cfg: StudyConfig) -> StudyResults:
             constraints=_named(t.constraints, cnames), error=str(ua.get("error", "")),
             stored=t.state.name, outcome=str(t.user_attrs.get(OUTCOME_ATTR, "")),
             screened=str(t.user_attrs.get("screened", ""))))
-    return StudyResults(cfg, recs, dict(study.user_attrs))
+    return StudyResults(cfg, recs, study_attrs)
 
 
 def _named(cons: dict[str, float], names: list[str]) -> dict[str, float]:
