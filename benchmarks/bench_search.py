@@ -168,7 +168,7 @@ def speed(tmp: Path, trials: int, steps: int, batch: int, repeats: int = 3) -> t
     times = {j: statistics.median(v) for j, v in times.items()}
     out = {j: statistics.median(v) for j, v in outside.items()}
     bound = times[1] / (out[2] + (times[1] - out[1]) / 2)
-    print(f"[speed] outside the run loop (process start, imports, the summary's read, exit): --jobs 1 "
+    print(f"[speed] outside the run loop (process start, imports, storage, the summary, exit): --jobs 1 "
           f"{out[1]:.2f} s of {times[1]:.1f} s, --jobs 2 {out[2]:.2f} s; with the loop exactly halved the "
           f"speed-up could be at most {bound:.2f}x (Amdahl); the loop itself went {(times[1] - out[1]) / (times[2] - out[2]):.2f}x "
           f"as fast")
