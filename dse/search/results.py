@@ -176,7 +176,7 @@ def load_results(cfg: StudyConfig) -> StudyResults:
 def results_from_trials(cfg: StudyConfig, trials: list, study_attrs: dict[str, Any]) -> StudyResults:
     """``StudyResults`` of the stored trials ``trials`` (frozen, in the storage's form: see
     ``dse.search.stored``), as ``load_results`` builds them from the storage; ``dse run`` builds
-    its summary this way from the trials it holds (``runner.held_results``)."""
+    its summary this way from the trials it holds (``held_results``)."""
     by_number = {t.number: t for t in trials}
     cnames = constraint_keys(cfg)
     recs = []
@@ -197,6 +197,24 @@ def results_from_trials(cfg: StudyConfig, trials: list, study_attrs: dict[str, A
             stored=t.state.name, outcome=str(t.user_attrs.get(OUTCOME_ATTR, "")),
             screened=str(t.user_attrs.get("screened", ""))))
     return StudyResults(cfg, recs, study_attrs)
+
+
+def held_results(cfg: StudyConfig, finished: list, numbers: list[int], stored: list,
+                 study_attrs: dict[str, Any]) -> StudyResults:
+    """``StudyResults`` of the trials a run holds (``runner._Run.held_results``), equal to those
+    ``load_results`` reads back: ``finished[i]`` numbered ``numbers[i]`` in the storage, stored as
+    ``stored[i]``, or as ``stored_form(finished[i])`` where that is None (told by the run). `dse run`
+    summarises these instead of reading the study back: on bench_search's 768-trial study the read
+    took 0.24-0.36 s of a 5-6 s run, and grows with the study."""
+    from dse.search.stored import stored_form
+    trials = []
+    for number, ft, t in zip(numbers, finished, stored):
+        if t is None:
+            t = stored_form(ft)
+            t.number = number
+        trials.append(t)
+    trials.sort(key=lambda t: t.number)
+    return results_from_trials(cfg, trials, study_attrs)
 
 
 def _named(cons: dict[str, float], names: list[str]) -> dict[str, float]:

@@ -128,8 +128,7 @@ class _Run:
         self.mirror = StudyMirror(self.pstudy, storage, cfg.objectives.directions,
                                   make_sampler(cfg, cfg.seed + n_existing))
         self.finished = sorted(self.mirror.sync(), key=lambda t: t.number)   # persistent, in order
-        # ``finished``'s persistent numbers, and the trials in their stored form (None: told by
-        # this run, stored as ``stored_form`` of it); ``exact``: the numbers are final
+        # finished's persistent numbers and stored forms (None: told here); exact: numbers final
         self.numbers = [t.number for t in self.finished]
         self.stored: list = list(self.finished)
         self.exact = True
@@ -300,24 +299,14 @@ class _Run:
 
 
     def held_results(self):
-        """The study's results (``StudyResults``) from the trials this run holds, as
-        ``load_results`` reads them back from the storage (``dse run`` summarises them: on
-        bench_search's study of 768 trials, reading them back took 0.2-0.3 s of a 5-6 s run, and
-        grows with the study); None when the storage may hold trials the run does not (another
-        process wrote meanwhile, WAITING trials) or their numbers moved: then read them back."""
-        from dse.search.results import results_from_trials
-        from dse.search.stored import stored_form
+        """The study's results as ``load_results`` reads them back, from the trials this run holds
+        (``results.held_results``), or None when the storage may hold trials it does not
+        (another process wrote meanwhile, WAITING trials) or their numbers moved."""
+        from dse.search.results import held_results
         n = len(self.finished)
         if not self.exact or sorted(self.numbers) != list(range(n)) or self.mirror.stored_count() != n:
             return None
-        trials = []
-        for number, ft, t in zip(self.numbers, self.finished, self.stored):
-            if t is None:
-                t = stored_form(ft)
-                t.number = number
-            trials.append(t)
-        trials.sort(key=lambda t: t.number)
-        return results_from_trials(self.cfg, trials, dict(self.pstudy.user_attrs))
+        return held_results(self.cfg, self.finished, self.numbers, self.stored, dict(self.pstudy.user_attrs))
 
     def _check_replay(self, asked: list, written: list) -> None:
         """The re-asked trials of an interrupted batch must be those written: otherwise the study
