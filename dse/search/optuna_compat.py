@@ -19,14 +19,17 @@ Private names used (optuna 4.x and 5.x):
 * ``_hypervolume.compute_hypervolume``
 * ``storages.InMemoryStorage._studies[id].system_attrs``, ``InMemoryStorage._lock``
 * ``study._tell._tell_with_warning``
+* ``samplers._tpe.sampler._split_trials`` (wrapped: ``tpe_split_memo``)
 
 Reading every trial of a study in a few plain queries is ``dse.search.optuna_read``.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 from datetime import datetime
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 
 # ---- handles ---------------------------------------------------------------------------------
@@ -333,3 +336,44 @@ def rewrite_finished_trials(rdb_storage: Any, items: Sequence[tuple[int, Any]], 
                         row = rows.get((tid, k)) or model(trial_id=tid, key=k)
                         row.value_json = json.dumps(v)
                         session.add(row)
+
+
+# ---- TPE: one split of the trials per trial asked ------------------------------------------------
+_SPLIT_MEMO: contextvars.ContextVar = contextvars.ContextVar("dse_tpe_split_memo", default=None)
+
+
+@contextlib.contextmanager
+def tpe_split_memo(memo: dict) -> Iterator[None]:
+    """Within the block, optuna's TPE splits a list of trials (``_split_trials``) once and keeps
+    the split in ``memo`` (one sampler's): a later call on the same study, the same trials (the
+    same objects, in the same states) and the same number below returns it. The split reads only
+    the trials' states, values and constraints, and a finished trial's values and constraints
+    never change (a trial told is a new object in a new state). Outside such a block the split
+    is optuna's, unchanged (``dse.search.tpe``)."""
+    _wrap_split()
+    token = _SPLIT_MEMO.set(memo)
+    try:
+        yield
+    finally:
+        _SPLIT_MEMO.reset(token)
+
+
+def _wrap_split() -> None:
+    from optuna.samplers._tpe import sampler as tpe
+    if getattr(tpe._split_trials, "dse_memo", False):
+        return
+    original = tpe._split_trials
+
+    def split(study: Any, trials: list, n_below: int) -> tuple[list, list]:
+        memo = _SPLIT_MEMO.get()
+        if memo is None:
+            return original(study, trials, n_below)
+        key = (id(study), n_below, tuple((id(t), t.number, t.state) for t in trials))
+        if memo.get("key") != key:
+            memo["key"], memo["split"] = key, original(study, trials, n_below)   # keeps the trials alive
+        below, above = memo["split"]
+        return list(below), list(above)
+
+    split.dse_memo = True
+    split.__wrapped__ = original
+    tpe._split_trials = split

@@ -32,13 +32,13 @@ def _nsga2(cfg: Any, seed: int, s: dict[str, Any]):
 
 
 def _tpe(cfg: Any, seed: int, s: dict[str, Any]):
-    import optuna
+    from dse.search.tpe import MemoTPESampler
     s.setdefault("constant_liar", cfg.batch > 1)
     if s.get("group"):
         s["multivariate"] = True
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return optuna.samplers.TPESampler(seed=seed, **s)
+        return MemoTPESampler(seed=seed, **s)
 
 
 def _gp(cfg: Any, seed: int, s: dict[str, Any]):
