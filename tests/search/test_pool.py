@@ -110,3 +110,25 @@ def test_ctrl_c_in_a_design_the_driver_runs_cancels_it_and_goes_up(tmp_path):
         assert all(pool.result(h).ok for h in held)
     finally:
         pool.close()
+
+
+def test_released_workers_leave_no_thread_behind():
+    """`dse run` releases its workers when its run is over and ``stop_workers`` joins them at
+    exit: then no thread of the pool is left alive, and the worker process is gone. A live
+    non-daemon thread (loky's manager thread, forgotten by ``shutdown(wait=False)``) made
+    ``lifetime.exit_now`` take the interpreter's slow normal exit."""
+    import threading
+    from dse.search.pool import release_workers, stop_workers
+    before = set(threading.enumerate())
+    pool = started(EvaluationPool(2, affinity=True))
+    try:
+        worker = pool.result(pool.submit(_pid, {}, ["m"], group="g")).metrics["m"]["pid"]
+    finally:
+        pool.close()
+    assert worker != os.getpid()
+    release_workers()
+    stop_workers()
+    left = [t.name for t in set(threading.enumerate()) - before if t.is_alive()]
+    assert left == []
+    with pytest.raises(ProcessLookupError):
+        os.kill(worker, 0)
