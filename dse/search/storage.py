@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import ConfigError
+from dse.lifetime import quiet_interrupted_cleanup
 from dse.search import optuna_compat
 from dse.search.sqlite_guard import check_sqlite_file, check_sqlite_integrity, sqlite_engine_kwargs
 from dse.search.stored import FORM_ATTR, constraint_keys, migrate, stored_form
@@ -164,6 +165,7 @@ def _closed_at_exit(storage, read_only: bool):
         atexit.unregister(close_storages)
         atexit.register(close_storages)
     _ENGINES[storage.engine] = read_only
+    quiet_interrupted_cleanup(storage.engine.pool.logger)
     return storage
 
 

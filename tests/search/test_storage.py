@@ -92,3 +92,28 @@ def test_close_storages_leaves_a_sqlite_study_whole_in_its_file(tmp_path):
     assert wal.exists() and wal.stat().st_size > 0
     assert close_storages() >= 2
     assert not wal.exists()
+
+
+def test_a_cleanup_error_caused_by_an_interrupt_is_not_printed(tmp_path, caplog):
+    """Ctrl-C or SIGTERM landing while SQLAlchemy fetches rows: its "Error closing cursor"
+    (the cursor of a connection already closed) is not logged, other pool errors still are."""
+    import logging
+    from dse.search.storage import close_storage, open_storage
+    storage = open_storage(f"sqlite:///{tmp_path / 's.db'}", "s", tmp_path)
+    logger = storage.engine.pool.logger
+    caplog.set_level(logging.ERROR)
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            try:
+                raise RuntimeError("Cannot operate on a closed database.")
+            except RuntimeError:
+                logger.error("Error closing cursor", exc_info=True)      # as SQLAlchemy does
+        try:
+            raise RuntimeError("disk I/O error")
+        except RuntimeError:
+            logger.error("Error closing cursor", exc_info=True)
+    finally:
+        close_storage(storage)
+    assert [r.exc_info[1].args[0] for r in caplog.records if r.msg == "Error closing cursor"] == ["disk I/O error"]
