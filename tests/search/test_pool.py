@@ -78,7 +78,10 @@ def test_the_driver_evaluates_what_waits_while_it_waits(tmp_path):
 
 def test_designs_wait_for_this_process_while_the_worker_starts(tmp_path):
     """Until its first (empty) task is back, a worker holds nothing: what is submitted meanwhile
-    is evaluated here when asked for, not queued behind a process still importing."""
+    is evaluated here when asked for, not queued behind a process still importing. The workers
+    of earlier tests are stopped first: a warm one is up at once (the test skipped then)."""
+    from dse.search.pool import stop_workers
+    stop_workers()
     pool = EvaluationPool(2, affinity=True)
     try:
         hs = [pool.submit(_pid, {}, ["m"], group=g) for g in "abc"]
