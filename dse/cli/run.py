@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"dse: {'terminated (SIGTERM)' if terminated else 'interrupted'}; finished trials are kept. "
               f"Re-run the same command to resume study {cfg.name!r}.", file=sys.stderr)
         return 143 if terminated else 130
-    release_workers()                 # they exit while the summary is read
+    release_workers()                 # they exit while the summary is printed
     knee = _knee_summary(cfg, s.results)
     if args.json:
         out = {**s.fields(), **knee}

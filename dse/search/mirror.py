@@ -153,10 +153,9 @@ class StudyMirror:
         """The persistent number the next new trial takes if nothing else writes to the study
         meanwhile (``write_batch`` corrects it if something did), or None where trials are
         written one by one (``write``): a storage other than RDB, or WAITING trials queued."""
-        rdb = optuna_compat.rdb(self.storage)
-        if rdb is None or self.queued or self.waiting:
+        if optuna_compat.rdb(self.storage) is None or self.queued or self.waiting:
             return None
-        return sum(optuna_compat.count_by_state(rdb, self.sid).values())
+        return self.stored_count()
 
     def stored_count(self) -> int:
         """How many trials the persistent study holds, in every state."""

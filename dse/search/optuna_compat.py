@@ -347,9 +347,10 @@ def tpe_split_memo(memo: dict) -> Iterator[None]:
     """Within the block, optuna's TPE splits a list of trials (``_split_trials``) once and keeps
     the split in ``memo`` (one sampler's): a later call on the same study, the same trials (the
     same objects, in the same states) and the same number below returns it. The split reads only
-    the trials' states, values and constraints, and a finished trial's values and constraints
-    never change (a trial told is a new object in a new state). Outside such a block the split
-    is optuna's, unchanged (``dse.search.tpe``)."""
+    the trials' states, values and constraints, and those of a trial change only when it is
+    told, which changes its state (the key holds each trial's state, also for a trial told in
+    place: ``tell_in_place``). Outside such a block the split is optuna's, unchanged
+    (``dse.search.tpe``)."""
     _wrap_split()
     token = _SPLIT_MEMO.set(memo)
     try:

@@ -297,7 +297,6 @@ class _Run:
             self.bar.update(1 if told.outcome.ok else 0)
             self.bar.set_postfix(feasible=self.feasible, refresh=False)
 
-
     def held_results(self):
         """The study's results as ``load_results`` reads them back, from the trials this run holds
         (``results.held_results``), or None when the storage may hold trials it does not
