@@ -163,7 +163,7 @@ def keep_worker_caches(max_growth_bytes: int = WORKER_MEMORY_GROWTH_MAX) -> bool
     placements: the --jobs 2 run was no faster than --jobs 1). loky has no public setting for it;
     its module constant is set here, in the worker, and nowhere else. False if loky has no such
     constant (then its default stays)."""
-    from joblib.externals.loky import process_executor
+    from loky import process_executor
     if not isinstance(getattr(process_executor, "_MAX_MEMORY_LEAK_SIZE", None), int):
         return False
     process_executor._MAX_MEMORY_LEAK_SIZE = int(max_growth_bytes)

@@ -1,6 +1,7 @@
 """The pool of worker processes that evaluates designs (``EvaluationPool``, ``make_pool``).
 
-``EvaluationPool`` fans evaluations out to joblib's loky executor (reused across batches and
+``EvaluationPool`` fans evaluations out to loky's executor (joblib's, as its own package: its
+resource tracker and workers start without importing joblib; reused across batches and
 runs); ``jobs == 1`` evaluates in this process, lazily, when the result is asked for. With
 ``affinity`` each worker is an executor of its own, the pool hands it designs of the groups
 (scheduling domains) it owns as it frees up, and this process is one of the ``jobs``: it
@@ -50,7 +51,7 @@ def _exit_with_driver(driver_pid: int) -> None:
 
 
 class EvaluationPool:
-    """Process workers (joblib's loky executor, reused across batches and runs); ``jobs == 1``
+    """Process workers (loky's executor, reused across batches and runs); ``jobs == 1``
     evaluates in this process, lazily, when the result is asked for. ``jobs == -1``: every core.
 
     Without ``affinity`` (``dse worker``) the workers share one queue: each takes the next design
@@ -340,7 +341,7 @@ def _register_stop() -> None:
 
 
 def _new_executor():
-    from joblib.externals.loky import ProcessPoolExecutor
+    from loky import ProcessPoolExecutor
     return ProcessPoolExecutor(max_workers=1, timeout=WORKER_IDLE_TIMEOUT_S,
                                initializer=_exit_with_driver, initargs=(os.getpid(),))
 
@@ -357,7 +358,7 @@ def _submit_solo(executors: list, i: int, fn, *args):
 
 def _shared_executor(n: int):
     """loky's reusable executor of ``n`` workers sharing one queue (the same one across runs)."""
-    from joblib.externals.loky import get_reusable_executor
+    from loky import get_reusable_executor
     _register_stop()
     ex = get_reusable_executor(max_workers=n, timeout=WORKER_IDLE_TIMEOUT_S,
                                initializer=_exit_with_driver, initargs=(os.getpid(),))

@@ -6,17 +6,17 @@ from dse.search.pool import EvaluationPool
 
 
 def _threshold(design, models):
-    from joblib.externals.loky import process_executor
+    from loky import process_executor
     return {"m": {"threshold": process_executor._MAX_MEMORY_LEAK_SIZE}}
 
 
 def test_loky_still_has_the_leak_threshold():
-    from joblib.externals.loky import process_executor
+    from loky import process_executor
     assert isinstance(process_executor._MAX_MEMORY_LEAK_SIZE, int), "loky renamed its leak threshold"
 
 
 def test_workers_raise_the_leak_threshold():
-    from joblib.externals.loky import process_executor
+    from loky import process_executor
     before = process_executor._MAX_MEMORY_LEAK_SIZE
     pool = EvaluationPool(2)
     try:
@@ -28,7 +28,7 @@ def test_workers_raise_the_leak_threshold():
 
 
 def test_keep_worker_caches_sets_the_threshold(monkeypatch):
-    from joblib.externals.loky import process_executor
+    from loky import process_executor
     monkeypatch.setattr(process_executor, "_MAX_MEMORY_LEAK_SIZE", 300)
     assert keep_worker_caches(1234) and process_executor._MAX_MEMORY_LEAK_SIZE == 1234
     monkeypatch.delattr(process_executor, "_MAX_MEMORY_LEAK_SIZE")
