@@ -122,3 +122,33 @@ def test_dse_run_json_prints_the_summary_of_the_stored_study(tmp_path, capsys):
     back = _knee_summary(load_study(ROOT / "studies/quickstart.toml", storage=url, trials=12))
     assert back["knee_trial"] is not None
     assert {k: out[k] for k in back} == json.loads(json.dumps(back))
+
+
+def test_reading_a_study_back_pauses_garbage_collection(tmp_path, monkeypatch):
+    """``load_results`` and the held results build their records with the cyclic garbage
+    collector paused (a full collection walks every trial object built so far), and restore its
+    state after, also on an error."""
+    import gc
+    from dse.errors import ConfigError
+    from dse.search import results
+    cfg = _cfg(_study(tmp_path, "random", trials=24, space=SMALL))
+    assert run_study(cfg, evaluator=fake_eval).complete == 24
+    enabled = []
+    build = results.results_from_trials
+
+    def building(*a, **k):
+        enabled.append(gc.isenabled())
+        return build(*a, **k)
+    monkeypatch.setattr(results, "results_from_trials", building)
+    assert len(load_results(cfg).records) == 24 and gc.isenabled()
+    assert run_study(cfg, evaluator=fake_eval).results is not None and gc.isenabled()   # held: nothing to run
+    assert enabled == [False, False]
+    gc.disable()
+    try:
+        load_results(cfg)
+        assert not gc.isenabled()              # left as it was
+    finally:
+        gc.enable()
+    with pytest.raises(ConfigError):
+        load_results(_cfg(_study(tmp_path / "none", "random", trials=8, space=SMALL)))
+    assert gc.isenabled()
