@@ -293,7 +293,7 @@ class EvaluationPool:
 
 _SOLO: list = []                  # this process's single-worker executors, reused across runs
 _SHARED: list = []                # loky's reusable executor, once this process started it
-_RELEASED: list = []              # threads stopping the executors told to stop (``release_workers``)
+_RELEASED: list = []              # threads stopping executors (``_stop_later``), joined at exit
 
 
 def stop_workers() -> None:
@@ -313,10 +313,9 @@ def stop_workers() -> None:
 
 
 def release_workers() -> None:
-    """Stop this process's evaluation workers (each finishes the task it runs) without waiting
-    for them: each executor is shut down, waiting, in a thread of its own, which ``stop_workers``
-    (at exit) joins. `dse run` calls it when its run is over, so that its worker exits while it
-    prints the summary. A later ``submit`` starts new workers.
+    """Stop this process's evaluation workers (each finishes the task it runs) without waiting:
+    ``_stop_later``, joined at exit. `dse run` calls it when its run is over, so that its worker
+    exits while it prints the summary. A later ``submit`` starts new workers.
 
     Not ``shutdown(wait=False)``: loky then forgets the executor's manager thread, so a later
     ``shutdown(wait=True)`` no longer joins it. The thread (not a daemon) was still alive at
@@ -324,11 +323,16 @@ def release_workers() -> None:
     freed the run's caches object by object: `dse run --jobs 2` of ``bench_search.py``'s study
     ended 0.4-0.5 s after its last exit handler, against 0.1 s with ``--jobs 1``."""
     for ex in _SOLO + _SHARED:
-        stopping = threading.Thread(target=ex.shutdown, name="dse-stop-workers", daemon=True)
-        stopping.start()
-        _RELEASED.append(stopping)
+        _stop_later(ex)
     _SOLO.clear()
     _SHARED.clear()
+
+
+def _stop_later(ex) -> None:
+    """Shut ``ex`` down, waiting, in a thread ``stop_workers`` joins (``release_workers``)."""
+    stopping = threading.Thread(target=ex.shutdown, name="dse-stop-workers", daemon=True)
+    stopping.start()
+    _RELEASED.append(stopping)
 
 
 def _register_stop() -> None:
@@ -351,7 +355,7 @@ def _submit_solo(executors: list, i: int, fn, *args):
     try:
         return executors[i].submit(fn, *args)
     except RuntimeError:
-        _SOLO[i].shutdown(wait=False)
+        _stop_later(_SOLO[i])         # broken (a killed worker): its manager thread is joined at exit
         executors[i] = _SOLO[i] = _new_executor()
         return executors[i].submit(fn, *args)
 
