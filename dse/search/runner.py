@@ -36,6 +36,7 @@ from typing import Any, Callable
 from dse.errors import ConfigError
 from dse.search.evaluation import Evaluator, evaluate_design
 from dse.search.pool import EvaluationPool, make_pool, quick_dispatch
+from dse.search.progress import TrialFront
 from dse.search.fidelity import screen_for
 from dse.search.grid_queue import grid_queue, waiting_params
 from dse.search.mirror import StudyMirror
@@ -143,6 +144,7 @@ class _Run:
         if self.finished and self.complete < target:
             self._resume_notes()
         self.bar = _progress(progress, target, self.complete, cfg.name)
+        self.front = TrialFront(cfg.objectives.directions)   # for the progress lines
 
     def loop(self, max_batches: int | None, max_evaluations: int | None,
              on_batch: Callable[[dict], None] | None = None, backend: str = "loky",
@@ -332,10 +334,9 @@ class _Run:
 
     def _progress_line(self) -> dict:
         """Where the run stands (for progress lines): counts, front size (distinct designs)."""
-        front = {t.user_attrs.get("design_key") for t in front_trials(self.mirror.mem.get_trials(deepcopy=False),
-                                                                        self.cfg.objectives.directions)}
+        front = self.front.update(self.mirror.mem.get_trials(deepcopy=False))
         return {"complete": self.complete, "target": self.summary.target, "feasible": self.feasible,
-                "front": len(front), "elapsed_s": time.perf_counter() - self.t0,
+                "front": front.designs(), "elapsed_s": time.perf_counter() - self.t0,
                 "new_trials": self.summary.new_trials}
 
 
@@ -372,21 +373,6 @@ class _Unwritten:
         trial on SQLite)."""
         if len(self.fts) >= WRITE_AHEAD_MIN_TRIALS:
             self.write()
-
-
-def front_trials(trials: list, directions: list[str]) -> list:
-    """The trials ``Study.best_trials`` returns (COMPLETE, feasible when any trial has
-    constraints, non-dominated; equal values all kept), without its deep copy of every trial."""
-    import numpy as np
-    from optuna.trial import TrialState
-    from dse.search import pareto
-    constrained = any(t.constraints for t in trials)
-    done = [t for t in trials if t.state == TrialState.COMPLETE
-            and not (constrained and not all(c <= 0.0 for c in t.constraints.values()))]
-    if not done:
-        return []
-    keep = pareto.nondominated(pareto.to_min(np.array([t.values for t in done], dtype=float), directions))
-    return [t for t, k in zip(done, keep) if k]
 
 
 def _progress(enabled: bool, total: int, initial: int, name: str):

@@ -280,7 +280,7 @@ def test_run_resume_and_front_on_postgresql(tmp_path, postgres_url):
 def test_front_trials_are_optunas_best_trials():
     """The progress line's front (no deep copy of every trial) is ``Study.best_trials``."""
     import numpy as np
-    from dse.search.runner import front_trials
+    from dse.search.progress import front_trials
     rng = np.random.default_rng(3)
     for constrained in (False, True):
         st = optuna.create_study(directions=["minimize", "maximize"])
