@@ -27,8 +27,8 @@ from dse.errors import ConfigError
 
 
 def _nsga2(cfg: Any, seed: int, s: dict[str, Any]):
-    import optuna
-    return optuna.samplers.NSGAIISampler(seed=seed, **s)
+    from dse.search.nsga2 import MemoNSGAIISampler
+    return MemoNSGAIISampler(seed=seed, **s)
 
 
 def _tpe(cfg: Any, seed: int, s: dict[str, Any]):
