@@ -220,8 +220,8 @@ def _open_journal(url: str, read_only: bool):
     try:
         if not read_only:
             path.parent.mkdir(parents=True, exist_ok=True)
-        from optuna.storages.journal import JournalFileBackend
-        return JournalStorage(JournalFileBackend(str(path)))
+        from dse.search.journal import ChunkedJournalFileBackend
+        return JournalStorage(ChunkedJournalFileBackend(str(path)))
     except OSError as exc:
         raise ConfigError(f"storage {mask_url(url)}: cannot open the journal file ({exc.strerror})") from None
 
