@@ -131,6 +131,13 @@ def jsonable(m: Mapping[str, Any]) -> dict[str, Any]:
     """Metrics as plain JSON values (numpy scalars unwrapped, non-finite floats as None)."""
     out: dict[str, Any] = {}
     for k, v in m.items():
+        t = type(v)
+        if t is float:                          # most metrics: the checks below, decided at once
+            out[k] = v if math.isfinite(v) else None
+            continue
+        if v is None or t is int or t is bool or t is str:
+            out[k] = v
+            continue
         if hasattr(v, "item") and callable(v.item):
             v = v.item()
         if isinstance(v, float) and not math.isfinite(v):

@@ -1,7 +1,14 @@
 """The evaluation pool's workers keep their caches: loky's leak threshold is raised in each worker."""
 from __future__ import annotations
 
-from dse.search.evaluation import WORKER_MEMORY_GROWTH_MAX, keep_worker_caches
+import json
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dse.search.evaluation import WORKER_MEMORY_GROWTH_MAX, jsonable, keep_worker_caches
 from dse.search.pool import EvaluationPool
 
 
@@ -33,3 +40,34 @@ def test_keep_worker_caches_sets_the_threshold(monkeypatch):
     assert keep_worker_caches(1234) and process_executor._MAX_MEMORY_LEAK_SIZE == 1234
     monkeypatch.delattr(process_executor, "_MAX_MEMORY_LEAK_SIZE")
     assert not keep_worker_caches(1234)
+
+
+def _jsonable_reference(m):
+    """``jsonable`` as it was before its fast path for plain scalars (the oracle)."""
+    out = {}
+    for k, v in m.items():
+        if hasattr(v, "item") and callable(v.item):
+            v = v.item()
+        if isinstance(v, float) and not math.isfinite(v):
+            v = None
+        if isinstance(v, (list, tuple)):
+            v = [x.item() if hasattr(x, "item") else x for x in v]
+        if v is None or isinstance(v, (bool, int, float, str, list, dict)):
+            out[k] = v
+    return out
+
+
+_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=5),
+    st.floats(allow_nan=True, allow_infinity=True).map(np.float64), st.integers(-9, 9).map(np.int32),
+    st.booleans().map(np.bool_), st.lists(st.floats(allow_nan=False) | st.integers(), max_size=3),
+    st.tuples(st.integers(-99, 99)).map(lambda t: tuple(np.int64(x) for x in t)),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2), st.just(object()), st.just(np.zeros(1)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), _VALUES, max_size=8))
+def test_jsonable_is_the_reference(m):
+    ours, ref = jsonable(m), _jsonable_reference(m)
+    assert json.dumps(ours, default=repr) == json.dumps(ref, default=repr)
+    assert [type(v) for v in ours.values()] == [type(v) for v in ref.values()]

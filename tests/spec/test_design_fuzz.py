@@ -6,6 +6,7 @@ strings. A DSEError must be one line naming where the problem is.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import tempfile
@@ -49,6 +50,7 @@ def _check(fn):
     hash(point)  # frozen and hashable whatever came in
     # A valid point round-trips through its own dict.
     assert DesignPoint.from_dict(point.to_dict(sections=True)) == point
+    assert point._flat() == dataclasses.asdict(point)       # every field a scalar: shallow = deep
     return point
 
 
