@@ -17,9 +17,9 @@ with plain SQL where the outcome is the common one, and calls optuna's own code 
   and ``down_revision = ...`` lines (``head_revision``: the one revision no script names as its
   ``down_revision``; anything else, e.g. a merge or a branch, falls back to alembic);
 * a new SQLite database (no ``alembic_version`` table) is stamped with the head as alembic
-  stamps it: the ``alembic_version`` table (``version_num VARCHAR(32)``, primary key ``alembic_version_pkc``) and one row;
-  other databases, and a database that was created before optuna used alembic, are stamped
-  by optuna itself;
+  stamps it: the ``alembic_version`` table (``version_num VARCHAR(32)``, primary key
+  ``alembic_version_pkc``) and one row; other databases, and a database that was created
+  before optuna used alembic, are stamped by optuna itself;
 * a database at another revision than the head goes through optuna's own check, which raises
   its "no longer compatible" error (alembic is imported then).
 

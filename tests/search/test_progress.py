@@ -60,7 +60,7 @@ def test_trial_front_follows_a_study_with_trials_still_running():
                 st.tell(t, [float(a), float(a + rng.integers(0, 3))])
         trials = st.get_trials(deepcopy=False)
         expect = {t.user_attrs.get("design_key") for t in front_trials(trials, ["minimize", "maximize"])}
-        assert tracker.update(trials).designs() == len(expect)
+        assert set(tracker.update(trials).front.tags) == expect and tracker.designs() == len(expect)
     assert {t.number for t in front_trials(st.get_trials(deepcopy=False), ["minimize", "maximize"])} == \
         {t.number for t in st.best_trials}
 
@@ -86,3 +86,25 @@ def test_a_runs_progress_lines_count_the_front_of_all_its_trials(tmp_path, monke
     assert len(checked) >= 8           # a failed evaluation is not a complete trial: one more batch
     assert all(a == b for a, b in checked), checked
     assert checked[-1][0] > 1
+
+
+def test_trial_front_starts_again_on_a_study_rebuilt_anew():
+    """A mirror rebuilt from scratch holds new trial objects, possibly fewer (a failed trial
+    without parameters is not re-added): the front is then recomputed, not merged."""
+    rng = np.random.default_rng(8)
+    first = optuna.create_study(directions=["minimize", "minimize"])
+    for i in range(30):
+        t = _trial(first, None)                        # trial 0 dominates every other ...
+        first.tell(t, [0.0, 0.0] if i == 0 else [float(rng.integers(1, 9)), float(rng.integers(1, 9))])
+    tracker = TrialFront(["minimize", "minimize"])
+    tracker.update(first.get_trials(deepcopy=False))
+    again = optuna.create_study(directions=["minimize", "minimize"])
+    for t in first.get_trials(deepcopy=False)[5:]:     # ... and is not re-added; then more than before
+        again.add_trial(t)
+    for _ in range(12):
+        t = _trial(again, None)
+        again.tell(t, [float(rng.integers(1, 9)), float(rng.integers(1, 9))])
+    trials = again.get_trials(deepcopy=False)
+    assert len(trials) > 30
+    expect = {t.user_attrs.get("design_key") for t in front_trials(trials, ["minimize", "minimize"])}
+    assert set(tracker.update(trials).front.tags) == expect and "k0" not in expect
