@@ -43,18 +43,17 @@ def test_keep_worker_caches_sets_the_threshold(monkeypatch):
 
 
 def _jsonable_reference(m):
-    """``jsonable`` as it was before its fast path for plain scalars (the oracle)."""
-    out = {}
-    for k, v in m.items():
-        if hasattr(v, "item") and callable(v.item):
-            v = v.item()
-        if isinstance(v, float) and not math.isfinite(v):
-            v = None
-        if isinstance(v, (list, tuple)):
-            v = [x.item() if hasattr(x, "item") else x for x in v]
-        if v is None or isinstance(v, (bool, int, float, str, list, dict)):
-            out[k] = v
-    return out
+    """``jsonable`` as it was before its fast path for plain scalars (the oracle), stage by stage:
+    unwrap what has ``item``, non-finite floats to None, lists and tuples element by element,
+    then keep the JSON types."""
+    def unwrap(v):
+        item = getattr(v, "item", None)
+        return item() if callable(item) else v
+    kept = {k: unwrap(v) for k, v in m.items()}
+    kept = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in kept.items()}
+    kept = {k: [x.item() if hasattr(x, "item") else x for x in v] if isinstance(v, (list, tuple)) else v
+            for k, v in kept.items()}
+    return {k: v for k, v in kept.items() if v is None or isinstance(v, (bool, int, float, str, list, dict))}
 
 
 _VALUES = st.one_of(
