@@ -95,7 +95,7 @@ def expert_catalog(path: Path) -> None:
 STUDY = """[study]
 name = "growth"
 space = "{root}/spaces/ground-truth.toml"
-objectives = "{root}/objectives/latency-silicon.toml"
+objectives = "{root}/objectives/latency-silicon-closed-form.toml"
 trials = {n}
 [sampler]
 name = "random"

@@ -154,32 +154,10 @@ class StudyConfig:
         return replace(cfg, overrides=items, name=name)
 
     def check_metrics(self) -> None:
-        """Fail early on an objective / constraint metric the evaluation does not produce.
-
-        Metric names come from evaluating the study's base design with catalog routing first
-        (fast; every stage declares its keys with ``guarantee``) and only if a metric is still
-        unknown, with the study's own routing (a trace-driven probe can take seconds)."""
-        from dse.pipeline.evaluate import GUARANTEED_KEYS, evaluate
-        known: set[str] = set(GUARANTEED_KEYS)
-        numeric: dict[str, bool] = {}
-        wl = {k: v for k, v in self.base.items() if BY_NAME[k].part == "workload"}
-        probes = []
-        for extra in ({"trace": "catalog"}, {}):
-            try:
-                probes.append(DesignPoint.from_dict({**self.base, "model": self.models[0], **extra}))
-            except ConfigError:
-                pass
-        probes.append(DesignPoint.from_dict({**wl, "model": self.models[0]}))
-        wanted = set(self.objectives.metrics)
-        for pt in probes:
-            r = evaluate(pt)
-            for k, v in r.metrics.items():
-                known.add(k)
-                if v is not None:
-                    numeric[k] = isinstance(v, (int, float))
-            if wanted <= known and r.feasible:
-                break
-        self.objectives.check_metrics(known, numeric)
+        """Fail early on an objective / constraint metric the evaluation does not produce, or
+        that a closed-form-only study never computes (``dse.search.study_metrics``)."""
+        from dse.search.study_metrics import check_study_metrics
+        check_study_metrics(self)
 
 
 # ---- loading ---------------------------------------------------------------------------
