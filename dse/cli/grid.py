@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dse.report import dumps, fmt, table
 
-# The default objectives (objectives/latency-silicon.toml): per-token latency against pool power.
+# The default objectives (objectives/latency-silicon-closed-form.toml): per-token latency against pool power.
 DEFAULT_OBJECTIVES = {
     "description": "Per-token FFN latency against pool power; die within its area budget.",
     "objectives": [{"metric": "ffn_latency_us_per_token", "direction": "minimize"},
