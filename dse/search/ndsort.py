@@ -48,7 +48,7 @@ def _sweep_2d(S: np.ndarray) -> np.ndarray:
     return (b == b[start][gid]) & (b < before[gid])
 
 
-def _dominated_by(P: np.ndarray, X: np.ndarray) -> np.ndarray:
+def dominated_by(P: np.ndarray, X: np.ndarray) -> np.ndarray:
     """Rows of ``X`` dominated by some row of ``P`` (objective by objective on 2-D tiles)."""
     out = np.zeros(len(X), dtype=bool)
     if len(P) == 0 or len(X) == 0:
@@ -76,14 +76,14 @@ def _filter_sorted(S: np.ndarray) -> np.ndarray:
         near = np.argsort(((S - lo) / span).sum(axis=1), kind="stable")[:ELITE]
         elite = np.sort(near)
         e_keep = _filter_sorted(S[elite])
-        alive &= ~_dominated_by(S[elite[e_keep]], S)
+        alive &= ~dominated_by(S[elite[e_keep]], S)
     keep = np.zeros(n, dtype=bool)
     idx = np.flatnonzero(alive)
     front = np.zeros((0, S.shape[1]))
     for s in range(0, len(idx), BLOCK):
         rows = idx[s:s + BLOCK]
         X = S[rows]
-        ok = ~_dominated_by(front, X) & ~_dominated_by(X, X)
+        ok = ~dominated_by(front, X) & ~dominated_by(X, X)
         keep[rows[ok]] = True
         front = np.concatenate([front, X[ok]])
     return keep

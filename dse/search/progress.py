@@ -17,17 +17,13 @@ from typing import Any, Hashable, Sequence
 import numpy as np
 
 from dse.search import pareto
+from dse.search.ndsort import dominated_by
 
 
 def eligible(t: Any) -> bool:
     """A trial ``Study.best_trials`` may return: COMPLETE and meeting every constraint it has."""
     from optuna.trial import TrialState
-    return t.state == TrialState.COMPLETE and all(c <= 0.0 for c in _constraints(t))
-
-
-def _constraints(t: Any) -> Sequence[float]:
-    c = t.constraints
-    return list(c.values()) if isinstance(c, dict) else list(c or ())
+    return t.state == TrialState.COMPLETE and all(c <= 0.0 for c in t.constraints.values())
 
 
 def front_trials(trials: list, directions: list[str]) -> list:
@@ -58,20 +54,10 @@ class RunningFront:
         # a front row leaves if a new row dominates it (a new row dominated by the front cannot:
         # whatever it dominates, the front row that dominates it dominates too); a new row stays
         # if no front row and no other new row dominates it
-        keep_a = ~dominated_by(self.F, B)
-        keep_b = ~dominated_by(B, self.F) & ~dominated_by(B, B)
+        keep_a = ~dominated_by(B, self.F)               # (dominators, rows)
+        keep_b = ~dominated_by(self.F, B) & ~dominated_by(B, B)
         self.F = np.vstack([self.F[keep_a], B[keep_b]])
         self.tags = [t for t, k in zip(self.tags, keep_a) if k] + [t for t, k in zip(tags, keep_b) if k]
-
-
-def dominated_by(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
-    """Rows of ``P`` dominated by some row of ``Q`` (minimisation: no worse in every objective,
-    better in one), in one vectorised comparison of |P| x |Q| x objectives."""
-    if not len(P) or not len(Q):
-        return np.zeros(len(P), dtype=bool)
-    le = (Q[None, :, :] <= P[:, None, :]).all(axis=2)
-    lt = (Q[None, :, :] < P[:, None, :]).any(axis=2)
-    return (le & lt).any(axis=1)
 
 
 class TrialFront:
