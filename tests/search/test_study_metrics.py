@@ -1,5 +1,6 @@
-"""A closed-form-only study cannot optimise a metric only the trace-driven model computes
-(dse/search/study_metrics.py): refused with one line, and the premise checked on real designs."""
+"""A closed-form-only study cannot optimise, or constrain, a metric only the trace-driven model
+computes (dse/search/study_metrics.py): refused with one line, and the premises checked on real
+designs."""
 from __future__ import annotations
 
 import subprocess
@@ -61,6 +62,60 @@ def test_dse_run_says_it_in_one_line(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("dse: error: ")
     assert "objectives ffn_us_per_token_delivered, usd_per_mtok_delivered, effective_mfu:" in lines[0]
     assert not (tmp_path / "s.db").exists()
+
+
+CONSTRAINED = """[[objectives]]
+metric = "ffn_latency_us_per_token"
+direction = "minimize"
+[[objectives]]
+metric = "pool_power_w"
+direction = "minimize"
+[[constraints]]
+metric = "die_area_mm2"
+le = "die_area_budget_mm2"
+{extra}
+"""
+
+
+def _constrained(d: Path, extra: str, workload: str = 'trace = "catalog"') -> Path:
+    obj = d / f"constrained-{len(extra)}.toml"
+    obj.write_text(CONSTRAINED.format(extra=extra))
+    p = d / f"study-{len(extra)}-{len(workload)}.toml"
+    p.write_text(STUDY.format(root=ROOT, objectives="x", workload=workload).replace(
+        f"{ROOT}/objectives/x.toml", str(obj)))
+    return p
+
+
+@pytest.mark.parametrize("extra,named", [
+    ('[[constraints]]\nmetric = "actual_mfu"\nge = 0.3', "'actual_mfu >= 0.3' (actual_mfu)"),
+    ('[[constraints]]\nmetric = "die_area_mm2"\nle = "mm2_per_occupancy"\nlabel = "area per use"',
+     "'area per use' (mm2_per_occupancy)"),                # the right-hand side is the trace-driven one
+])
+def test_trace_driven_constraints_on_the_catalog_are_refused(tmp_path, extra, named):
+    p = _constrained(tmp_path, extra)
+    with pytest.raises(ConfigError) as err:
+        load_study(p)
+    msg = str(err.value)
+    assert msg.startswith(f"{tmp_path / f'constrained-{len(extra)}.toml'}: constraints {named}: ")
+    assert "count as met" in msg and "trace = 'synthetic'" in msg and "\n" not in msg
+    assert "die_area_budget_mm2" not in msg                # the closed-form constraint is not named
+    assert load_study(_constrained(tmp_path, extra, 'trace = "synthetic"')).objectives.constraints  # on a trace: fine
+
+
+def test_closed_form_constraints_on_the_catalog_load(tmp_path):
+    assert len(load_study(_constrained(tmp_path, "")).objectives.constraints) == 1
+
+
+def test_a_constraint_on_a_missing_metric_counts_as_met():
+    """The premise of the refusal: a feasible design whose constraint metric is empty scores as
+    feasible (the constraint ignored), so a closed-form study would never apply it."""
+    from dse.search.objectives import objectives_from_dict, score
+    import tomllib
+    objs = objectives_from_dict(tomllib.loads(CONSTRAINED.format(
+        extra='[[constraints]]\nmetric = "actual_mfu"\nge = 0.3')), source="t")
+    sc = score({"m": {"feasible": True, "ffn_latency_us_per_token": 1.0, "pool_power_w": 2.0, "die_area_mm2": 1.0,
+                      "die_area_budget_mm2": 2.0, "actual_mfu": None}}, objs)
+    assert sc.feasible and sc.constraints[-1] == 0.0
 
 
 def test_the_metrics_refused_are_empty_on_the_catalog_for_real_designs():
