@@ -191,7 +191,7 @@ def speed(tmp: Path, trials: int, steps: int, batch: int, repeats: int = 3, targ
 
 def lengths(rows: list[dict[str, float]]) -> None:
     """The closing table of ``--speed-steps`` with several lengths (module docstring, item 3)."""
-    print(f"[speed] speed-up against the study's length (the first row is the target's study):")
+    print("[speed] speed-up against the study's length (the first row is the target's study):")
     print(f"[speed] {'steps':>5s} {'ms/design':>9s} {'jobs 1 s':>8s} {'jobs 2 s':>8s} {'evaluating':>10s} "
           f"{'Amdahl':>6s} {'speed-up':>8s}")
     for r in rows:
