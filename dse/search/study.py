@@ -49,7 +49,8 @@ from dse.errors import ConfigError, DSEError, suggest as _suggest
 from dse.search.objectives import ObjectiveSet, load_objectives, objectives_from_dict
 from dse.search.samplers import SAMPLERS
 from dse.search.storage import HEARTBEAT_INTERVAL_S
-from dse.search.space import Space, load_space, space_from_dict
+from dse.search.space import Space
+from dse.search.space_file import load_space, space_from_dict
 from dse.spec import DesignPoint, default_pe_groups
 from dse.tomlfile import read_toml
 from dse.spec.params import BY_NAME, coerce, names

@@ -19,7 +19,7 @@ from dse.search.fidelity import (bound_value, closed_form_bounds, closed_form_bo
                                  closed_form_bounds_reference, constraint_view, design_bound,
                                  valid_for_constraint, valid_for_objective)
 from dse.search.objectives import load_objectives, score
-from dse.search.space import load_space
+from dse.search.space_file import load_space
 from dse.spec import DesignPoint
 from tests.draw import DrawTrial
 

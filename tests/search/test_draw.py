@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from dse.errors import ConfigError
 from dse.search import draw
-from dse.search.space import load_space, space_from_dict
+from dse.search.space_file import load_space, space_from_dict
 from dse.search.study import load_study
 
 ROOT = Path(__file__).resolve().parents[2]

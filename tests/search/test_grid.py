@@ -16,7 +16,7 @@ from dse.search import pareto
 from dse.search.grid import enumerate_space, run_grid
 from dse.search.ndsort import nondominated_fast
 from dse.search.objectives import objectives_from_dict, score
-from dse.search.space import space_from_dict
+from dse.search.space_file import space_from_dict
 from dse.spec import DesignPoint
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import optuna
 import pytest
 
 from dse.errors import ConfigError
-from dse.search.space import load_space, space_from_dict
+from dse.search.space_file import load_space, space_from_dict
 
 
 def _write(tmp_path: Path, text: str, name: str = "space.toml") -> Path:
@@ -70,57 +70,6 @@ def test_suggest_respects_dependent_bounds_with_real_trials():
         study.tell(t, 0.0)
 
 
-# (space text, exact error after "<file>: ")
-BAD_SPACES = [
-    ('[params]\ncore_sid = { type = "int", low = 1, high = 4 }\n',
-     "params.core_sid: unknown knob (see `dse params`); did you mean 'core_side'?"),
-    ('[params]\ncore_side = { type = "int", low = 1, high = 30 }\n',
-     "params.core_side.high = 30: must be an integer in [1, 20]"),
-    ('[params]\ncore_side = { type = "float", low = 1, high = 4 }\n',
-     "params.core_side.type = 'float': core_side is an integer knob; use type = \"int\", \"log\", "
-     "\"categorical\" or \"fixed\""),
-    ('[params]\ncore_side = { type = "range", low = 1, high = 4 }\n',
-     "params.core_side.type = 'range': must be one of int, float, log, categorical, fixed"),
-    ('[params]\npooling = { type = "categorical", choices = ["direct", "multicast"] }\n',
-     "params.pooling.choices[1] = 'multicast': must be one of 'direct', 'broadcast'"),
-    ('[params]\nmodel = { type = "categorical", choices = ["glm-5.2"] }\n',
-     "params.model: not allowed in a space (the model is chosen by the study's [workload] models, not by the space)"),
-    ('[params]\ncore_side = { type = "int", low = 1, high = "__import__(\'os\')" }\n',
-     "params.core_side.high = \"__import__('os')\": only min() and max() may be called (allowed: numbers, "
-     "knob names, + - * / // % **, parentheses, min(), max())"),
-    ('[params]\npe_groups_per_core = { type = "int", low = 1, high = "core_side**2" }\n'
-     'core_side = { type = "int", low = 1, high = 4 }\n',
-     "params.pe_groups_per_core.high = 'core_side**2': refers to 'core_side', which the space lists later; "
-     "list core_side before pe_groups_per_core"),
-    ('[params]\ncore_mesh_link_bits = { type = "int", low = 64, high = 1024, step = 12 }\n',
-     "params.core_mesh_link_bits.step: core_mesh_link_bits must stay a multiple of 8; give a constant step "
-     "that is a multiple of 8 (or use categorical choices)"),
-    ('[params]\nnoc_ghz = { type = "float", low = 0.5, high = 2, step = 0.5, log = true }\n',
-     "params.noc_ghz.step: not allowed with a log scale (remove step or log)"),
-    ('[params]\ncore_side = { type = "int", low = 6, high = 2 }\n',
-     "params.core_side: low 6 > high 2: must be low <= high"),
-    ('[params]\npooling = { type = "fixed" }\n',
-     "params.pooling.value: missing (a fixed knob needs a value, one of 'direct', 'broadcast')"),
-    ('[params]\ncore_side = { type = "int", low = 1, high = 4, stride = 2 }\n',
-     "params.core_side.stride: unknown key for type 'int' (allowed: doc, high, log, low, step, type, when); "
-     "did you mean 'step'?"),
-    ('[params]\ncore_side = { type = "int", low = 1, high = 4, when = { pooling = "direct" } }\n',
-     "params.core_side.when.pooling: must name a knob listed earlier in the space (earlier: none)"),
-    ('[parms]\n', "parms: unknown key (allowed: description, params); did you mean 'params'?"),
-    ('[params]\npooling = { type = "fixed", value = "broadcast" }\n',
-     "params: every knob is fixed; a space needs at least one searched knob"),
-]
-
-
-@pytest.mark.parametrize("text,msg", BAD_SPACES)
-def test_bad_space_exact_one_line_error(tmp_path, text, msg):
-    p = _write(tmp_path, text)
-    with pytest.raises(ConfigError) as ei:
-        load_space(p)
-    assert str(ei.value) == f"{p}: {msg}"
-    assert "\n" not in str(ei.value)
-
-
 def test_dependent_bound_out_of_knob_range_is_reported_when_evaluated():
     sp = space_from_dict({"params": {
         "core_side": {"type": "int", "low": 4, "high": 8},
@@ -143,3 +92,33 @@ def test_float_grid_values_are_clean():
     vals = [g["noc_ghz"] for g in sp.grid(BASE)]
     assert vals[0] == 0.5 and vals[-1] == 2.0 and len(vals) == 16
     assert vals[3] == 0.8   # not 0.8000000000000002
+
+
+def test_bounds_are_kept_per_value_of_the_knobs_they_refer_to():
+    """``Space.bounds`` keeps its values: the same as evaluating them afresh for every design of
+    the dependent-bound space, each value of core_side its own entry, constant bounds one entry."""
+    sp = space_from_dict({"params": {
+        "core_side": {"type": "int", "low": 1, "high": 8},
+        "pe_groups_per_core": {"type": "int", "low": 1, "high": "min(core_side**2, 20)"},
+        "die_noc_link_bits": {"type": "int", "low": 64, "high": 1024, "step": 64},
+    }}, source="s.toml")
+    core, groups, link = sp.dims
+    for side in [3, 1, 8, 3, 5, 1]:
+        env = {**BASE, "core_side": side}
+        assert sp.bounds(groups, env) == sp._evaluate_bounds(groups, env) == (1, min(side * side, 20), None)
+        assert sp.bounds(link, env) == (64, 1024, 64)
+    assert groups.bound_refs == ("core_side",) and link.bound_refs == () and core.bound_refs == ()
+    assert sorted(k for k in sp._bounds if k[0] == "pe_groups_per_core") == \
+        [("pe_groups_per_core", (int, v)) for v in (1, 3, 5, 8)]
+    assert [k for k in sp._bounds if k[0] == "die_noc_link_bits"] == [("die_noc_link_bits",)]
+
+
+def test_a_bound_that_fails_fails_every_time():
+    sp = space_from_dict({"params": {
+        "core_side": {"type": "int", "low": 4, "high": 8},
+        "pe_groups_per_core": {"type": "int", "low": 1, "high": "core_side**3"},
+    }}, source="s.toml")
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="evaluates to 512"):
+            sp.bounds(sp.dims[1], {**BASE, "core_side": 8})
+    assert sp.bounds(sp.dims[1], {**BASE, "core_side": 4}) == (1, 64, None)

@@ -13,7 +13,7 @@ import pytest
 from dse.errors import ConfigError
 from dse.pipeline.evaluate import evaluate
 from dse.search.grid import closed_form_metrics
-from dse.search.space import load_space
+from dse.search.space_file import load_space
 from dse.search.study import load_study
 from dse.spec import DesignPoint
 
