@@ -16,6 +16,7 @@ from dse.search.grid import closed_form_metrics
 from dse.search.space_file import load_space
 from dse.search.study import load_study
 from dse.spec import DesignPoint
+from tests.fixtures import LATENCY_POWER_OBJECTIVES
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = """[study]
@@ -64,17 +65,7 @@ def test_dse_run_says_it_in_one_line(tmp_path):
     assert not (tmp_path / "s.db").exists()
 
 
-CONSTRAINED = """[[objectives]]
-metric = "ffn_latency_us_per_token"
-direction = "minimize"
-[[objectives]]
-metric = "pool_power_w"
-direction = "minimize"
-[[constraints]]
-metric = "die_area_mm2"
-le = "die_area_budget_mm2"
-{extra}
-"""
+CONSTRAINED = LATENCY_POWER_OBJECTIVES + "{extra}\n"      # closed-form objectives and die-area constraint
 
 
 def _constrained(d: Path, extra: str, workload: str = 'trace = "catalog"') -> Path:
