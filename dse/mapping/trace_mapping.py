@@ -4,10 +4,11 @@
 Placements are cached per machine (``warm_cache``), the per-unit layouts of in-memory windows per
 process: the DSE asks for the same (workload, domain, policy) over and over while it varies other
 knobs. A layout keeps the scheduler's job counts per tile width beside it (``Scheduler.run_layout``'s
-memo), which grow with the trace: on the 128-step study of ``benchmarks/bench_search.py``, 21 MB an
-entry on average (31 MB while the memo kept a float copy of the jobs per tile width). The
-process keeps ``MAX_PLACEMENTS`` entries and at most ``MAX_PLACEMENT_BYTES`` of them (an entry is
-counted again after each use, as its memo grows).
+memo), which grow with the trace: on the 128-step study of ``benchmarks/bench_search.py`` its 32
+entries held 841 MiB at their peak; at 512 steps an entry with both poolings and all five tile
+widths holds 87 MiB. The process keeps ``MAX_PLACEMENTS`` entries and at most
+``MAX_PLACEMENT_BYTES`` of them (an entry is counted again after each use, as its memo grows;
+``entry_bytes`` counts each buffer once).
 """
 from __future__ import annotations
 
@@ -23,13 +24,30 @@ MAX_PLACEMENT_BYTES = 1 << 30      # ... and at most this many bytes of them per
 
 
 def entry_bytes(entry: tuple) -> int:
-    """Bytes of the arrays of a cached (layout, memo) entry."""
-    def size(v) -> int:
+    """Bytes of the arrays of a cached (layout, memo) entry, each buffer once: the memo shares
+    arrays with the layout and with its chunk results (the jobs of tile width 1 are the layout
+    itself, a broadcast chunk's per-resource jobs are the per-core counts, a direct one's a view
+    of the jobs), and a view holds its base's memory (tracemalloc's count of the entries' growth
+    agrees within 0.2 %). Counted array by array, the full 512-step entry above looked 175 MiB
+    (2.0x), so the bound held fewer entries than it names: ``bench_search.py``'s study at 512
+    steps, ``--jobs 1``, rebuilt 387 layouts with a peak RSS of 1.40 GB, against 312 and 1.75 GB
+    counted once (36.8 -> 35.7 s); at 128 steps 137 -> 106 rebuilds, RSS 0.89 -> 1.05 GB, no
+    difference in time beyond the host's noise."""
+    seen: dict[int, int] = {}
+
+    def add(v) -> None:
         if isinstance(v, np.ndarray):
-            return int(v.nbytes)
-        return sum(size(x) for x in v) if isinstance(v, tuple) else 0
+            while isinstance(v.base, np.ndarray):
+                v = v.base
+            seen[id(v)] = int(v.nbytes)
+        elif isinstance(v, tuple):
+            for x in v:
+                add(x)
     layout, memo = entry
-    return size(layout) + sum(size(v) for v in memo.values())
+    add(layout)
+    for v in memo.values():
+        add(v)
+    return sum(seen.values())
 
 
 PLACEMENTS: BoundedCache[tuple, tuple] = BoundedCache(MAX_PLACEMENTS, MAX_PLACEMENT_BYTES, entry_bytes)

@@ -68,3 +68,17 @@ def test_unit_layouts_are_bounded_in_bytes_as_their_memo_grows(monkeypatch):
     bounded = [evaluate_design({**design, "core_side": s, "tile_width": w}, ["qwen3.5-35b-a3b"])
                for s in (2, 4) for w in (1, 2, 4)]
     assert len(tm.PLACEMENTS._items) == 1 and bounded == free
+
+
+def test_a_layout_entry_counts_each_buffer_once():
+    """``entry_bytes`` counts the memory an entry holds: an array the memo shares with the layout
+    (tile width 1's jobs are the layout itself), a view (a direct chunk's per-resource jobs) and
+    an array held twice (a broadcast chunk's per-core counts) count once, under their base."""
+    from dse.mapping import trace_mapping as tm
+    layout = np.zeros((8, 4, 3, 16), dtype=np.int16)
+    jc = np.zeros((8, 4, 3), dtype=np.int32)
+    jobs2 = np.ones((8, 4, 3, 16), dtype=np.int16)
+    memo = {("jobs", 1): layout, ("jc", 1): jc, ("jobs", 2): jobs2, "ft": np.float32,
+            ("chunk", 1, "broadcast"): (np.zeros(5), jc, 0.5),
+            ("chunk", 2, "direct"): (jobs2.reshape(8, 4, -1), jobs2[..., :4])}
+    assert tm.entry_bytes((layout, memo)) == layout.nbytes + jc.nbytes + jobs2.nbytes + 5 * 8
