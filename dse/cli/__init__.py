@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["DSE_CATALOG"] = os.pathsep.join(
             [os.path.abspath(p) for p in args.catalog] + [p for p in os.environ.get("DSE_CATALOG", "").split(os.pathsep) if p])
     try:
+        from dse.mapping.trace_mapping import layout_cache_bytes
+        layout_cache_bytes()                 # a bad DSE_LAYOUT_CACHE_MB: one line, before any work
         rc = args.func(args)
     except DSEError as exc:
         print(f"dse: error: {exc}", file=sys.stderr)

@@ -3,6 +3,7 @@ or domain is a miss; a corrupt file is recomputed."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from dse.mapping import placement as pl
 from dse.mapping import warm_cache
@@ -82,3 +83,40 @@ def test_a_layout_entry_counts_each_buffer_once():
             ("chunk", 1, "broadcast"): (np.zeros(5), jc, 0.5),
             ("chunk", 2, "direct"): (jobs2.reshape(8, 4, -1), jobs2[..., :4])}
     assert tm.entry_bytes((layout, memo)) == layout.nbytes + jc.nbytes + jobs2.nbytes + 5 * 8
+
+
+@pytest.mark.parametrize("value,expected", [(None, None), ("", None), ("2048", 2048 << 20), (" 64 ", 64 << 20)])
+def test_the_layout_cache_bound_from_the_environment(value, expected):
+    from dse.mapping import trace_mapping as tm
+    env = {} if value is None else {tm.LAYOUT_CACHE_ENV: value}
+    assert tm.layout_cache_bytes(env) == expected
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "1.5", "abc", "1e3"])
+def test_a_bad_layout_cache_bound_is_one_line(value):
+    from dse.errors import ConfigError
+    from dse.mapping import trace_mapping as tm
+    with pytest.raises(ConfigError) as err:
+        tm.layout_cache_bytes({tm.LAYOUT_CACHE_ENV: value})
+    assert str(err.value) == (f"DSE_LAYOUT_CACHE_MB = {value!r}: must be a positive whole number of MiB per "
+                              f"process (default 1024, at most 32 layouts)")
+
+
+def test_a_process_takes_the_bound_it_inherits_and_the_cli_refuses_a_bad_one():
+    """A new process (as every evaluation worker is) reads the bound when it imports the module;
+    the CLI refuses a bad one before any work, with one line and exit status 2."""
+    import os
+    import subprocess
+    import sys
+    code = "from dse.mapping import trace_mapping as tm; print(tm.PLACEMENTS.limit, tm.PLACEMENTS.max_bytes)"
+    env = {**os.environ, "DSE_LAYOUT_CACHE_MB": "3000"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.split() == ["4096", str(3000 << 20)]
+    env.pop("DSE_LAYOUT_CACHE_MB")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.split() == ["32", str(1 << 30)]
+    bad = subprocess.run([sys.executable, "-m", "dse", "params"], capture_output=True, text=True, timeout=120,
+                         env={**env, "DSE_LAYOUT_CACHE_MB": "lots"})
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+        "dse: error: DSE_LAYOUT_CACHE_MB = 'lots': must be a positive whole number of MiB per process "
+        "(default 1024, at most 32 layouts)"]
