@@ -32,7 +32,7 @@ def layout_cache_bytes(environ=os.environ) -> int | None:
     """The user's bound of the layouts per process (``DSE_LAYOUT_CACHE_MB``, in MiB), None when
     unset. The worker processes inherit the variable. With long traces and many scheduling domains
     the default bound rebuilds layouts over and over: ``bench_search.py``'s study with 256-step
-    traces (39 layouts of ~56 MiB), ``--jobs 1``, rebuilt 169 layouts in 13.4-16.0 s at the
+    traces (39 layouts of ~56 MiB), ``--jobs 1``, rebuilt 169 layouts in 13.4-16.4 s at the
     default and 39 in 11.5-11.9 s with 8192 (peak RSS 1.4 -> 2.4 GB; the fresh pages cost 1 s
     more system time). ``--jobs 2`` splits the domains between two processes, each with its own
     bound: 7.5-8.4 s at the default, 8.9-9.4 s with 8192 (system time 1.7 -> 4.5 s)."""
