@@ -18,9 +18,19 @@ def ceil_div(a: np.ndarray, b) -> np.ndarray:
 
 
 def ceil_div_pos(a: np.ndarray, w: int) -> np.ndarray:
-    """ceil(a / w) of non-negative integers (a shift when w is a power of two)."""
+    """ceil(a / w) of non-negative integers (a shift when w is a power of two), in ``a``'s dtype.
+    A uint8 array is divided without the ``a + w - 1`` that could pass 255 (floor plus one where
+    a remainder is left)."""
     if w == 1:
         return a
+    if a.dtype == np.uint8:
+        if w & (w - 1) == 0:
+            q = a >> (w.bit_length() - 1)
+            q += (a & (w - 1)).astype(bool)
+        else:
+            q = a // w
+            q += (a % w).astype(bool)
+        return q
     if w & (w - 1) == 0:
         return (a + (w - 1)) >> (w.bit_length() - 1)
     return (a + (w - 1)) // w

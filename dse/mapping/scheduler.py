@@ -48,6 +48,27 @@ from dse.mapping.placement import Domain
 KEEP_STREAMS_MAX = 4_000_000
 FLOAT32_EXACT = 1 << 24          # integers below this are exact in float32 (BLAS sums of job counts)
 INT16_LOADS = 32_000             # loads below this fit the int16 unit layout (int16 max 32767)
+UINT8_LOADS = 256                # loads below this fit the uint8 unit layout (layout_dtype)
+
+
+def layout_dtype(max_load: int) -> type:
+    """The unit layout's integer type for loads up to ``max_load``: uint8, int16 or int32. The
+    layout and its job counts per tile width (ceil(n / w) <= n) are the bulk of a cached entry
+    (``trace_mapping``); decode batches route at most a few hundred tokens to an expert."""
+    if max_load < UINT8_LOADS:
+        return np.uint8
+    return np.int16 if max_load < INT16_LOADS else np.int32
+
+
+def core_jobs_dtype(jobs: np.dtype, units_per_core: int) -> type:
+    """The type of the jobs per core (a core's ``units_per_core`` units' jobs summed): int16 when
+    uint8 jobs (<= 255 each) cannot sum past 32767, else int32."""
+    return np.int16 if jobs == np.uint8 and 255 * units_per_core <= np.iinfo(np.int16).max else np.int32
+
+
+def streams_dtype(units_per_core: int) -> type:
+    """The type of a core's concurrent multicast streams (at most one per unit of the core)."""
+    return np.uint8 if units_per_core <= np.iinfo(np.uint8).max else np.int16
 
 
 class ChunkResult(NamedTuple):
@@ -58,9 +79,10 @@ class ChunkResult(NamedTuple):
     rounds: np.ndarray              # critical-path rounds (FIFO; load-aware fetch replaces them)
     readouts_pooled: np.ndarray
     streams_hist: np.ndarray        # count of busy-core samples with s concurrent multicast streams
-    streams: np.ndarray             # [s, L, N] streams per core (int16)
+    streams: np.ndarray             # [s, L, N] streams per core (``streams_dtype``; direct: a read-only view of 0)
     overflow: float                 # jobs run outside their owner group
-    per_resource_jobs: np.ndarray   # [s, L, X] jobs per scheduling resource (cores or groups)
+    per_resource_jobs: np.ndarray | None   # [s, L, X] jobs per scheduling resource (cores or groups);
+    #                                 None for one-unit groups: the per-unit jobs (``Scheduler._per_x``)
 
 
 @dataclass
@@ -184,7 +206,7 @@ class Scheduler:
             self.group_members = mem
 
     def layout(self, loads: np.ndarray) -> np.ndarray:
-        """Loads [s, layers, E] -> the padded unit layout [s, layers, cores, side^2] (int16)."""
+        """Loads [s, layers, E] -> the padded unit layout [s, layers, cores, side^2] (``layout_dtype``)."""
         if loads.ndim != 3 or loads.shape[1:] != (self.L, self.E):
             raise ValueError(f"loads chunk shape {loads.shape}, expected [steps, {self.L}, {self.E}]")
         if self._take is None:
@@ -192,8 +214,7 @@ class Scheduler:
             inv[np.arange(self.L)[:, None], self.dom.unit_pos[self.slot]] = np.arange(self.E)[None, :]
             self._take = (np.arange(self.L)[:, None] * (self.E + 1) + inv).ravel()  # into [layers * (E + 1)]
         s = loads.shape[0]
-        dt = np.int16 if int(loads.max(initial=0)) < INT16_LOADS else np.int32
-        pad = np.zeros((s, self.L, self.E + 1), dtype=dt)
+        pad = np.zeros((s, self.L, self.E + 1), dtype=layout_dtype(int(loads.max(initial=0))))
         pad[:, :, :self.E] = loads
         return np.take(pad.reshape(s, -1), self._take, axis=1).reshape(s, self.L, self.N, self.F)
 
@@ -209,11 +230,11 @@ class Scheduler:
             # BLAS sums in float32 are exact below 2^24 per (step, layer)
             memo["ft"] = np.float32 if int(memo["tokens"].max(initial=0)) < FLOAT32_EXACT else np.float64
         ft = memo["ft"]
-        if ("jobs", w) not in memo:
+        if ("jc", w) not in memo:
             jobs = ceil_div_pos(ul, w)
             jf = jobs.astype(ft)
-            jc = np.rint(jf @ np.ones(self.F, ft)).astype(np.int32)        # <= tokens of a (step, layer)
-            rc = ceil_div(jc, self.core_units).astype(jobs.dtype)           # broadcast rounds per core
+            jc = np.rint(jf @ np.ones(self.F, ft)).astype(core_jobs_dtype(jobs.dtype, self.F))
+            rc = ceil_div(jc, self.core_units).astype(jobs.dtype)   # broadcast rounds per core, <= its largest job
             # one read-out per round an expert runs in: sum_u min(j_u, R_c) (float32 sums are exact here)
             ro = np.minimum(jf, rc.astype(ft)[..., None], out=jf).reshape(s, self.L, -1)
             memo[("ro", w)] = np.rint(ro @ np.ones(ro.shape[2], ft)).astype(np.int64)
@@ -232,6 +253,12 @@ class Scheduler:
             for v in memo[key]:
                 if isinstance(v, np.ndarray):
                     v.flags.writeable = False
+            if all(("chunk", self.w, p) in memo for p in ("direct", "broadcast")):
+                # both poolings' chunks kept: the per-unit jobs of this tile width (and their group
+                # sums) serve nothing more (``_per_x`` computes them again for load-aware fetch);
+                # with it, bench_search.py's 128-step study keeps 336 MiB of layouts, not 531
+                memo.pop(("jobs", self.w), None)
+                memo.pop(("groups", self.w, tuple(self.group_starts)), None)
         return memo[key]
 
     def _schedule_chunk(self, s: int, memo: dict) -> "ChunkResult":
@@ -239,7 +266,7 @@ class Scheduler:
         jw, jc, rc, ro_pooled = memo[("jobs", w)], memo[("jc", w)], memo[("rc", w)], memo[("ro", w)]
         if self.pooling == "direct":
             if self.simple:
-                rho, per_x = memo[("jmax", w)], jw.reshape(s, self.L, -1)   # one-unit groups
+                rho, per_x = memo[("jmax", w)], None        # one-unit groups: the per-unit jobs
             else:
                 og, _ = self._groups(jw, memo, hottest=False)
                 rho = ceil_div(og, np.maximum(self.group_pes, 1)).max(axis=(2, 3))
@@ -248,12 +275,14 @@ class Scheduler:
             rho, per_x = rc.max(axis=2), jc
         if self.pooling == "broadcast":
             streams, overflow = self._streams(jw, jc, rc, ro_pooled, memo)
-        else:
-            streams, overflow = np.zeros(jc.shape, dtype=np.int32), 0.0
-        hist = np.bincount(streams.ravel(), minlength=1)        # over busy cores: an idle core has 0 streams
-        hist[0] -= jc.size - np.count_nonzero(jc)
+            hist = np.bincount(streams.ravel(), minlength=1)    # over busy cores: an idle core has 0 streams
+            hist[0] -= jc.size - np.count_nonzero(jc)
+            streams = streams.astype(streams_dtype(self.F))
+        else:                                                   # no multicast: every busy core has 0 streams
+            streams, overflow = np.broadcast_to(streams_dtype(self.F)(0), jc.shape), 0.0
+            hist = np.array([np.count_nonzero(jc)], dtype=np.int64)
         return ChunkResult(memo["tokens"], memo[("jsum", w)], memo["union"], rho.astype(np.float64),
-                           ro_pooled.astype(np.float64), hist, streams.astype(np.int16), overflow, per_x)
+                           ro_pooled.astype(np.float64), hist, streams, overflow, per_x)
 
     def _streams(self, jw, jc, rc, ro_pooled, memo) -> tuple[np.ndarray, float]:
         """(concurrent multicast streams per core [s, L, N], overflow jobs) of the broadcast stage."""
@@ -266,7 +295,8 @@ class Scheduler:
         need = np.nonzero(xg > gmax)               # ... except in these (rare) groups
         if need[0].size:
             members = self.group_members[need[3]]                            # padded with F (no unit)
-            rows = jw[need[0][:, None], need[1][:, None], need[2][:, None], np.minimum(members, self.F - 1)]
+            rows = jw[need[0][:, None], need[1][:, None], need[2][:, None],
+                      np.minimum(members, self.F - 1)].astype(np.int32)    # negated below: signed
             rows[members == self.F] = 0                                     # padding: no jobs
             mem = -np.sort(-rows, axis=1)                                   # hottest first
             excl = np.cumsum(mem, axis=1) - mem
@@ -288,6 +318,12 @@ class Scheduler:
             og = memo[key][0] if key in memo else sum_last(g)
             memo[key] = (og, max_last(g).astype(np.int32) if hottest else None)
         return memo[key]
+
+    def _per_x(self, ul: np.ndarray) -> np.ndarray:
+        """Jobs per unit [s, L, N * F]: a one-unit group's jobs for load-aware fetch (computed again
+        when asked for, not kept with the chunk: the per-unit jobs of every tile width were most
+        of a cached layout's memory)."""
+        return ceil_div_pos(ul, self.w).reshape(ul.shape[0], self.L, -1)
 
     def _x_pes(self) -> np.ndarray:
         """PE tiles of every scheduling resource x: cores (broadcast) or groups (direct)."""
@@ -314,7 +350,7 @@ class Scheduler:
         for ul in unit_chunks:
             c = self._chunk(ul, memo)
             if pf is not None:
-                pf.push(c.per_resource_jobs)
+                pf.push(self._per_x(ul) if c.per_resource_jobs is None else c.per_resource_jobs)
             parts.append((c.tokens, c.jobs, c.union, c.rounds, c.readouts_pooled))
             h = c.streams_hist
             if h.size > hist.size:

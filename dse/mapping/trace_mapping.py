@@ -4,9 +4,11 @@
 Placements are cached per machine (``warm_cache``), the per-unit layouts of in-memory windows per
 process: the DSE asks for the same (workload, domain, policy) over and over while it varies other
 knobs. A layout keeps the scheduler's job counts per tile width beside it (``Scheduler.run_layout``'s
-memo), which grow with the trace: on the 128-step study of ``benchmarks/bench_search.py`` 32
-entries held 841 MiB at their peak; at 512 steps an entry with both poolings and all five tile
-widths holds 87 MiB. The process keeps at most ``MAX_PLACEMENT_BYTES`` of them (an entry is
+memo), which grow with the trace: the 644 designs of ``benchmarks/bench_search.py``'s 128-step
+study leave 39 entries of 336 MiB in all (uint8 layouts and job counts, per-unit jobs not kept
+once a tile width's chunks are: ``scheduler.layout_dtype``), against 1,099 MiB with the int16
+layout and every per-unit job table kept (stop 19; at 512 steps one entry with both poolings and
+all five tile widths then held 87 MiB). The process keeps at most ``MAX_PLACEMENT_BYTES`` of them (an entry is
 counted again after each use, as its memo grows; ``entry_bytes`` counts each buffer once).
 ``MAX_PLACEMENTS`` is only a backstop: a count limit of 32 (stops 14-18) rebuilt layouts that the
 bytes allowed, ``bench_search.py``'s 128-step study (48 domains) with ``--jobs 1``: 7.93-9.29 s

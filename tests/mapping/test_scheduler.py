@@ -222,6 +222,48 @@ def test_ceil_divisions_equal_integer_division(dtype):
         assert np.array_equal(_ceil_div_pos(small, w), -(-small // w))
 
 
+def test_uint8_ceil_division_is_exact_up_to_255():
+    """Every uint8 value and tile width: no ``a + w - 1`` wrapping past 255."""
+    from dse.mapping.intops import ceil_div_pos as _ceil_div_pos
+    a = np.arange(256, dtype=np.uint8)
+    for w in range(1, 70):
+        got = _ceil_div_pos(a, w)
+        assert got.dtype == np.uint8 and np.array_equal(got, -(-np.arange(256) // w)), w
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2 ** 31), groups=st.sampled_from([1, 2, 3, 4, 16]), w=st.integers(1, 20),
+       pooling=st.sampled_from(["direct", "broadcast"]), fetch=st.sampled_from(["fifo", "load_aware"]),
+       hi=st.sampled_from([3, 200, 256, 40_000]))
+def test_uint8_int16_and_int32_layouts_give_the_same_schedule(seed, groups, w, pooling, fetch, hi):
+    """The unit layout's type (``layout_dtype``: uint8 below 256 tokens, int16, int32) changes no
+    schedule: loads up to 255 (the uint8 edge), and beyond it in the wider types."""
+    import dse.mapping.scheduler as sm
+    rng = np.random.default_rng(seed)
+    dom = pl.domain(48, 4, groups, 8, 8)
+    slot = np.stack([rng.permutation(dom.units)[:48] for _ in range(3)])
+    loads = rng.integers(0, hi, size=(7, 3, 48)) * (rng.random((7, 3, 48)) < 0.6)
+    loads[0, 0, :4] = hi - 1                     # the largest load, hot in one core
+    sch = Scheduler(dom, slot, w, pooling, fetch, 3)
+    got = {}
+    for name, u8, i16 in (("uint8", 256, 32_000), ("int16", 0, 32_000), ("int32", 0, 0)):
+        sm.UINT8_LOADS, sm.INT16_LOADS = u8, i16
+        try:
+            ul = sch.layout(loads)
+            got[name] = (ul.dtype, sch.run_layout([ul], {}))
+        finally:
+            sm.UINT8_LOADS, sm.INT16_LOADS = 256, 32_000
+    assert got["int32"][0] == np.int32 and got["int16"][0] == (np.int16 if hi < 32_000 else np.int32)
+    assert got["uint8"][0] == (np.uint8 if hi <= 256 else got["int16"][0])
+    want = got["int32"][1]
+    for name in ("uint8", "int16"):
+        s = got[name][1]
+        assert s.summary() == want.summary(), name
+        for key in ("tokens", "jobs", "union", "rounds", "readouts_pooled", "streams_hist", "streams"):
+            assert np.array_equal(getattr(s, key), getattr(want, key)), (name, key)
+        assert s.overflow_jobs == want.overflow_jobs
+
+
 def test_load_aware_fetch_same_in_int16_and_int32(monkeypatch):
     rng = np.random.default_rng(3)
     jobs = rng.integers(0, 40, size=(300, 3, 7)) * (rng.random((300, 3, 7)) < 0.4)
@@ -237,7 +279,7 @@ def test_load_aware_fetch_same_in_int16_and_int32(monkeypatch):
     assert np.array_equal(small, run())
 
 
-@pytest.mark.parametrize("groups", [3, 4])          # unequal and equal PE groups of 16 units
+@pytest.mark.parametrize("groups", [3, 4, 16])      # unequal, equal and one-unit PE groups of 16 units
 def test_a_shared_memo_gives_the_schedules_of_fresh_ones(groups):
     """Designs of one layout share its memo (direct pooling leaves the groups' hottest expert
     uncomputed; a broadcast design computes it later): each schedule equals a fresh one."""
@@ -246,10 +288,14 @@ def test_a_shared_memo_gives_the_schedules_of_fresh_ones(groups):
     slot = np.stack([rng.permutation(dom.units)[:48] for _ in range(2)])
     loads = rng.integers(0, 9, size=(6, 2, 48)) * (rng.random((6, 2, 48)) < 0.5)
     memo: dict = {}
-    for pooling, w in (("direct", 2), ("broadcast", 2), ("direct", 1), ("broadcast", 1)):
-        sch = Scheduler(dom, slot, w, pooling)
+    for pooling, w, fetch in (("direct", 2, "fifo"), ("broadcast", 2, "fifo"), ("direct", 1, "fifo"),
+                              ("broadcast", 1, "load_aware"), ("direct", 2, "load_aware"),
+                              ("broadcast", 2, "load_aware"), ("direct", 1, "load_aware")):
+        sch = Scheduler(dom, slot, w, pooling, fetch, 2)
         got, want = sch.run_layout([sch.layout(loads)], memo).summary(), sch.run([loads]).summary()
         assert got == want
+    # both poolings' chunks of a tile width kept: its per-unit jobs and group sums are dropped
+    assert not any(k[0] in ("jobs", "groups") for k in memo if isinstance(k, tuple))
 
 
 @pytest.mark.parametrize("unit", [True, False])
