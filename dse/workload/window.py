@@ -70,6 +70,13 @@ class BoundedCache(Generic[K, V]):
                 self._sizes.pop(old, None)
         return value
 
+    def touch(self, key: K) -> None:
+        """Mark ``key`` the most recently used, as ``put`` would, without counting it again (its
+        value has not changed)."""
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

@@ -71,6 +71,28 @@ def test_unit_layouts_are_bounded_in_bytes_as_their_memo_grows(monkeypatch):
     assert len(tm.PLACEMENTS._items) == 1 and bounded == free
 
 
+def test_a_layout_entry_is_counted_again_only_when_its_memo_changed(monkeypatch):
+    """A design whose tables its layout's memo already holds leaves the entry's bytes as they
+    were: not counted again (the count walks every array); a new tile width is counted."""
+    from dse.mapping import trace_mapping as tm
+    from dse.search.evaluation import evaluate_design
+    from dse.workload.window import BoundedCache
+    counts = []
+
+    def nbytes(entry):
+        counts.append(tm.entry_bytes(entry))
+        return counts[-1]
+    monkeypatch.setattr(tm, "PLACEMENTS", BoundedCache(tm.MAX_PLACEMENTS, 10 ** 9, nbytes))
+    design = {"trace": "synthetic", "batch": 32, "trace_steps": 8, "profile_steps": 4, "placement": "lpt",
+              "core_side": 2, "tile_width": 2}
+    evaluate_design(design, ["qwen3.5-35b-a3b"])
+    n = len(counts)
+    evaluate_design({**design, "fetch": "load_aware"}, ["qwen3.5-35b-a3b"])    # same tables
+    assert len(counts) == n
+    evaluate_design({**design, "tile_width": 4}, ["qwen3.5-35b-a3b"])
+    assert len(counts) > n and tm.PLACEMENTS.bytes == counts[-1] > counts[n - 1]     # one entry, grown
+
+
 def test_a_layout_entry_counts_each_buffer_once():
     """``entry_bytes`` counts the memory an entry holds: an array the memo shares with the layout
     (tile width 1's jobs are the layout itself), a view (a direct chunk's per-resource jobs) and

@@ -37,6 +37,19 @@ def test_bounded_cache_keeps_the_most_recent_entries():
     assert c.get("b") is None
 
 
+def test_a_touched_entry_is_recent_and_not_counted_again():
+    from dse.workload.window import BoundedCache
+    counted = []
+    c = BoundedCache(2, 10 ** 6, lambda v: counted.append(v) or 1)
+    c.put("a", 1)
+    c.put("b", 2)
+    c.touch("a")                                            # "a" used again, unchanged
+    c.touch("nothing")                                      # an evicted or unknown key: no-op
+    c.put("c", 3)                                           # evicts the least recently used: "b"
+    assert c.get("a") == 1 and c.get("b") is None and c.get("c") == 3
+    assert counted == [1, 2, 3]
+
+
 def _pearson_oracle(a, b):
     """Plain-Python per-layer Pearson correlation, averaged over layers with variance on both sides."""
     out = []
