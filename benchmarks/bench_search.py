@@ -40,10 +40,11 @@ Run: python benchmarks/bench_search.py [--seeds 5] [--budget 0.10] [--speed-tria
 3. Speed-up against the length of the study (``--speed-steps 128,256,512``: the same study with
    longer traces, so each design costs more and the run's fixed costs weigh less). The first
    length is the target's figure; the others are for information, with a closing table of each
-   length's speed-up, Amdahl bound and share of the ``--jobs 1`` run spent evaluating. Past 128
-   steps the study's layouts outgrow a process's 1 GiB layout cache, which ``--jobs 1`` then
-   rebuilds while ``--jobs 2`` splits them between two caches: the longer rows measure that as
-   well as the engine (README, "Caches": with every layout kept, 256 steps gave 1.22-1.34x).
+   length's speed-up, Amdahl bound and share of the ``--jobs 1`` run spent evaluating. At 512
+   steps the study's layouts (1,344 MiB since stop 20; 336 at 128 steps, 672 at 256) outgrow a
+   process's 1 GiB layout cache, which ``--jobs 1`` then rebuilds while ``--jobs 2`` splits them
+   between two caches: that row measures this as well as the engine (README, "Caches"; before
+   stop 20 the 256-step row did too: with every layout kept it gave 1.22-1.34x).
 """
 from __future__ import annotations
 
