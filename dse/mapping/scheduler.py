@@ -41,7 +41,7 @@ from typing import Iterable, NamedTuple
 import numpy as np
 
 from dse.mapping.fetch import Prefetch
-from dse.mapping.intops import ceil_div, ceil_div_pos, count_last, max_last, sum_last
+from dse.mapping.intops import ceil_div, ceil_div_float, ceil_div_pos, count_last, max_last, sum_last
 from dse.mapping.placement import Domain
 
 # Keep per-(step, layer, core) stream counts when at most this many (else the histogram only).
@@ -233,10 +233,11 @@ class Scheduler:
         if ("jc", w) not in memo:
             jobs = ceil_div_pos(ul, w)
             jf = jobs.astype(ft)
-            jc = np.rint(jf @ np.ones(self.F, ft)).astype(core_jobs_dtype(jobs.dtype, self.F))
-            rc = ceil_div(jc, self.core_units).astype(jobs.dtype)   # broadcast rounds per core, <= its largest job
+            jcf = np.rint(jf @ np.ones(self.F, ft))                          # jobs per core, exact
+            rcf = ceil_div_float(jcf, self.core_units.astype(ft))           # broadcast rounds per core
+            jc, rc = jcf.astype(core_jobs_dtype(jobs.dtype, self.F)), rcf.astype(jobs.dtype)
             # one read-out per round an expert runs in: sum_u min(j_u, R_c) (float32 sums are exact here)
-            ro = np.minimum(jf, rc.astype(ft)[..., None], out=jf).reshape(s, self.L, -1)
+            ro = np.minimum(jf, rcf[..., None], out=jf).reshape(s, self.L, -1)
             memo[("ro", w)] = np.rint(ro @ np.ones(ro.shape[2], ft)).astype(np.int64)
             memo[("jobs", w)], memo[("jc", w)], memo[("rc", w)] = jobs, jc, rc
             memo[("jsum", w)] = jc.sum(axis=2, dtype=np.int64)              # = jobs summed over units

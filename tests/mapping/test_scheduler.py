@@ -222,6 +222,21 @@ def test_ceil_divisions_equal_integer_division(dtype):
         assert np.array_equal(_ceil_div_pos(small, w), -(-small // w))
 
 
+@pytest.mark.parametrize("ft", [np.float32, np.float64])
+def test_float_ceil_division_is_exact_below_the_precision(ft):
+    """``ceil_div_float`` against integer ceil division: random and edge numerators (multiples of
+    b, one below, one above) up to just below 2^24, for every b up to 300."""
+    from dse.mapping.intops import ceil_div_float
+    rng = np.random.default_rng(5)
+    b = np.arange(1, 301)
+    k = np.concatenate([rng.integers(0, 2 ** 24 // 300, 200), [0, 1, 2 ** 24 // 300 - 1]])[:, None]
+    a = np.concatenate([k * b, k * b + 1, np.maximum(k * b - 1, 0), rng.integers(0, 2 ** 24, (200, 300)),
+                        np.full((1, 300), 2 ** 24 - 1)])
+    bb = np.broadcast_to(b, a.shape)
+    got = ceil_div_float(a.astype(ft), bb.astype(ft))
+    assert got.dtype == ft and np.array_equal(got.astype(np.int64), -(-a // bb))
+
+
 def test_uint8_ceil_division_is_exact_up_to_255():
     """Every uint8 value and tile width: no ``a + w - 1`` wrapping past 255."""
     from dse.mapping.intops import ceil_div_pos as _ceil_div_pos
