@@ -68,6 +68,10 @@ class RunSummary:
     exhausted: bool = False       # grid: every point done
     screened: int = 0             # trials the multi-fidelity screen spared an evaluation
     asked_ahead: int = 0          # batches asked while the one before was evaluated (blind samplers)
+    # wall time the driver spent getting evaluations' results: with --jobs 1 the evaluations
+    # themselves (run here, as they are asked for); with workers, those it ran itself and its
+    # waits for the others. The rest of ``elapsed_s`` is asking, telling, writing and set-up.
+    result_s: float = 0.0
     notes: list[str] = field(default_factory=list)   # said to the user (e.g. a resume that cannot be exact)
     # the study's trials as read back (``load_results``), from those the run holds; None when the
     # storage may hold trials it did not see (``_Run.held_results``). Not part of the JSON summary.
@@ -269,6 +273,7 @@ class _Run:
                 self._tell(told, unwritten)
         finally:                              # Ctrl-C, an error: what was told is kept
             s.evaluations += batch.evaluations
+            s.result_s += batch.result_s
             if unwritten is not None:
                 unwritten.write()
                 self.exact = self.exact and not unwritten.shifted

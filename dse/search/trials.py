@@ -25,6 +25,7 @@ are not COMPLETE there, so optuna-dashboard's best trials are ``dse front``).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
@@ -167,6 +168,7 @@ class Batch:
         self.pending: dict[str, Any] = {}
         self.screened: dict[str, Any] = {}
         self.before_wait: Callable[[], None] | None = None   # called before waiting for another process
+        self.result_s = 0.0           # wall time in ``pool.result`` (``RunSummary.result_s``)
         self.start = 0                # the study position of its first trial to tell (set by the runner)
         for t in trials:              # trials may be asked lazily: evaluations start meanwhile
             d = cfg.design(cfg.space.suggest(t, env))
@@ -207,6 +209,8 @@ class Batch:
                 handle = self.pending[key]
                 if self.before_wait is not None and self.pool.pending(handle):
                     self.before_wait()
+                t0 = time.perf_counter()
                 outcome, dup = self.pool.result(handle), None
+                self.result_s += time.perf_counter() - t0
             values = record(self.cfg, t, key, d, outcome, duplicate_of=dup)
             yield Told(t, key, d, outcome, dup, values)

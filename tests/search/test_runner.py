@@ -125,6 +125,23 @@ def test_duplicates_are_evaluated_once(tmp_path):
     assert len(res.candidates()) == len(set(calls))   # the front counts a design once
 
 
+def test_the_summary_counts_the_time_spent_on_evaluations(tmp_path):
+    """``result_s`` (``dse run --json``): with --jobs 1 the evaluations run as their results are
+    asked for, so it holds at least their sleeps and never more than the run."""
+    cfg = _cfg(_study(tmp_path, "random", trials=20))
+    slept = []
+
+    def slow(design, models):
+        time.sleep(0.02)
+        slept.append(0.02)
+        return fake_eval(design, models)
+
+    s = run_study(cfg, evaluator=slow)
+    assert s.evaluations == len(slept) > 0
+    assert sum(slept) <= s.result_s <= s.elapsed_s
+    assert "result_s" in s.fields()
+
+
 def test_resume_after_interrupt_loses_and_repeats_nothing(tmp_path):
     cfg = _cfg(_study(tmp_path, "nsga2", trials=24))
     calls = {"n": 0}
