@@ -34,7 +34,8 @@ LAYOUT_CACHE_ENV = "DSE_LAYOUT_CACHE_MB"   # a user's bound instead, MiB per pro
 def layout_cache_bytes(environ=os.environ) -> int | None:
     """The user's bound of the layouts per process (``DSE_LAYOUT_CACHE_MB``, in MiB), None when
     unset. The worker processes inherit the variable. With long traces and many scheduling domains
-    the default bound rebuilds layouts over and over: ``bench_search.py``'s study with 256-step
+    the default bound rebuilds layouts over and over: before stop 20's smaller layouts (now 17
+    MiB each there, 672 MiB in all), ``bench_search.py``'s study with 256-step
     traces (39 layouts of ~56 MiB), ``--jobs 1``, rebuilt 169 layouts in 13.4-16.4 s at the
     default and 39 in 11.5-11.9 s with 8192 (peak RSS 1.4 -> 2.4 GB; the fresh pages cost 1 s
     more system time). ``--jobs 2`` splits the domains between two processes, each with its own
