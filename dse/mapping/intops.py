@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 FLOAT_DIV_EXACT = 1 << 26       # ceil(a / b) of integers below this is exact in float64 division
+FLOAT32_EXACT = 1 << 24         # integers below this are exact in float32 (BLAS sums and counts)
 
 
 def ceil_div(a: np.ndarray, b) -> np.ndarray:
@@ -52,9 +53,6 @@ def ceil_div_pos(a: np.ndarray, w: int) -> np.ndarray:
 _BYTES = np.uint64(0x0101010101010101)
 
 
-FLOAT32_COUNT_EXACT = 1 << 24    # counts below this are exact in a float32 (BLAS) product with ones
-
-
 def count_last(b: np.ndarray) -> np.ndarray:
     """True values along the last axis of a bool array: the byte-sum trick when it is a multiple of 8
     (eight 0/1 bytes in a uint64 times 0x0101...01 leave their sum in the top byte), else a float32
@@ -62,7 +60,7 @@ def count_last(b: np.ndarray) -> np.ndarray:
     0.5-0.7 ms ([128, 40, N, F] with F = 4, 9, 25, 49: core sides 2, 3, 5 and 7)."""
     n = b.shape[-1]
     if n % 8 or n > 255 or not b.flags.c_contiguous:
-        if n < FLOAT32_COUNT_EXACT:
+        if n < FLOAT32_EXACT:
             return (b.astype(np.float32) @ np.ones(n, np.float32)).astype(np.int32)
         return b.sum(axis=-1, dtype=np.int32)
     v = b.view(np.uint8).reshape(-1, n // 8, 8).view(np.uint64)[..., 0]

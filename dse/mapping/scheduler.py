@@ -41,12 +41,12 @@ from typing import Iterable, NamedTuple
 import numpy as np
 
 from dse.mapping.fetch import Prefetch
-from dse.mapping.intops import ceil_div, ceil_div_float, ceil_div_pos, count_last, max_last, sum_last
+from dse.mapping.intops import (FLOAT32_EXACT, ceil_div, ceil_div_float, ceil_div_pos, count_last, max_last,
+                                sum_last)
 from dse.mapping.placement import Domain
 
 # Keep per-(step, layer, core) stream counts when at most this many (else the histogram only).
 KEEP_STREAMS_MAX = 4_000_000
-FLOAT32_EXACT = 1 << 24          # integers below this are exact in float32 (BLAS sums of job counts)
 INT16_LOADS = 32_000             # loads below this fit the int16 unit layout (int16 max 32767)
 UINT8_LOADS = 256                # loads below this fit the uint8 unit layout (layout_dtype)
 
