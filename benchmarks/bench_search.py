@@ -42,7 +42,9 @@ Run: python benchmarks/bench_search.py [--seeds 5] [--budget 0.10] [--speed-tria
 3. Speed-up against the length of the study (``--speed-steps 128,256,512``: the same study with
    longer traces, so each design costs more and the run's fixed costs weigh less). The first
    length is the target's figure; the others are for information, with a closing table of each
-   length's speed-up, Amdahl bound and share of the ``--jobs 1`` run spent evaluating. At 512
+   length's speed-up, Amdahl bound, share of the ``--jobs 1`` run spent evaluating and peak
+   resident memory of the largest process of each run (the layouts a process keeps; also on
+   each run's line). At 512
    steps the study's layouts (1,344 MiB since stop 20; 336 at 128 steps, 672 at 256) outgrow a
    process's 1 GiB layout cache, which ``--jobs 1`` then rebuilds while ``--jobs 2`` splits them
    between two caches: that row measures this as well as the engine (README, "Caches"; before
@@ -155,6 +157,7 @@ def speed(tmp: Path, trials: int, steps: int, batch: int, repeats: int = 3, targ
     times: dict[int, list[float]] = {1: [], 2: []}
     outside: dict[int, list[float]] = {1: [], 2: []}   # wall time outside the run loop
     evaluating: list[float] = []                       # the --jobs 1 runs' own evaluation time
+    rss: dict[int, list[float]] = {1: [], 2: []}       # peak resident memory, largest process, MB
     hist, evaluated = {}, 0
     print(f"[speed] the study with traces of {steps} decode steps{'' if target else ' (for information)'}")
     traces = _generate_traces(tmp / f"steps{steps}", steps, batch)
@@ -167,12 +170,14 @@ def speed(tmp: Path, trials: int, steps: int, batch: int, repeats: int = 3, targ
             t, s = _timed_run(p, jobs, traces, tmp / f"cache{jobs}-{rep}")
             times[jobs].append(t)
             outside[jobs].append(t - s["elapsed_s"])
+            rss[jobs].append(s["peak_rss_mb"])
             if jobs == 1:
                 evaluating.append(s["result_s"])
             evaluated = s["evaluations"]
             hist[jobs, rep] = [(x.number, x.params, x.values) for x in load_results(load_study(p)).records]
             print(f"[speed] run {rep + 1}/{repeats}, dse run --jobs {jobs}: {s['complete']} trials, {evaluated} designs "
-                  f"evaluated, {t:.1f} s wall ({t / max(1, evaluated) * 1e3:.1f} ms per evaluated design)")
+                  f"evaluated, {t:.1f} s wall ({t / max(1, evaluated) * 1e3:.1f} ms per evaluated design), "
+                  f"peak RSS {s['peak_rss_mb']:.0f} MB (largest process)")
     ratios = [a / b for a, b in zip(times[1], times[2])]
     sp = statistics.median(ratios)
     ok = ("meets" if sp >= TARGET_SPEEDUP else "MISSES") if target else "(for information) against"
@@ -202,17 +207,18 @@ def speed(tmp: Path, trials: int, steps: int, batch: int, repeats: int = 3, targ
           f"{sp / work_cap:.0%} of it -> {verdict} the "
           f"{TARGET_EFFICIENCY:.0%} target")
     return {"steps": steps, "speedup": sp, "share": share, "bound": bound, "jobs1": times[1], "jobs2": times[2],
-            "ms": in_run / max(1, evaluated) * 1e3}
+            "ms": in_run / max(1, evaluated) * 1e3, "rss1": statistics.median(rss[1]),
+            "rss2": statistics.median(rss[2])}
 
 
 def lengths(rows: list[dict[str, float]]) -> None:
     """The closing table of ``--speed-steps`` with several lengths (module docstring, item 3)."""
     print("[speed] speed-up against the study's length (the first row is the target's study):")
     print(f"[speed] {'steps':>5s} {'ms/design':>9s} {'jobs 1 s':>8s} {'jobs 2 s':>8s} {'evaluating':>10s} "
-          f"{'Amdahl':>6s} {'speed-up':>8s}")
+          f"{'Amdahl':>6s} {'speed-up':>8s} {'RSS 1 MB':>8s} {'RSS 2 MB':>8s}")
     for r in rows:
         print(f"[speed] {r['steps']:5d} {r['ms']:9.1f} {r['jobs1']:8.1f} {r['jobs2']:8.1f} {r['share']:10.0%} "
-              f"{r['bound']:5.2f}x {r['speedup']:7.2f}x")
+              f"{r['bound']:5.2f}x {r['speedup']:7.2f}x {r['rss1']:8.0f} {r['rss2']:8.0f}")
 
 
 def barrier_speedup(tmp: Path, trials: int, steps: int, batch: int) -> float:
@@ -233,13 +239,23 @@ def _timed_run(study: Path, jobs: int, traces: Path, cache: Path) -> tuple[float
     import subprocess
     shutil.copytree(traces, cache / "traces")
     env = {**os.environ, "DSE_CACHE_DIR": str(cache)}
-    t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "dse", "run", str(study), "--jobs", str(jobs), "--json"],
-                       capture_output=True, text=True, env=env)
-    seconds = time.perf_counter() - t0
-    if r.returncode:
-        raise SystemExit(f"dse run failed: {r.stderr.strip()}")
-    return seconds, json.loads(r.stdout)
+    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+        t0 = time.perf_counter()
+        p = subprocess.Popen([sys.executable, "-m", "dse", "run", str(study), "--jobs", str(jobs), "--json"],
+                             stdout=fo, stderr=fe, text=True, env=env)
+        # waited for here (not by subprocess) to keep its resource usage: the peak resident memory
+        # of its largest process, the driver or a worker it waited for (Linux's wait4), in KiB
+        _, status, usage = os.wait4(p.pid, 0)
+        seconds = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        fo.seek(0)
+        fe.seek(0)
+        out, err = fo.read(), fe.read()
+    if p.returncode:
+        raise SystemExit(f"dse run failed: {err.strip()}")
+    summary = json.loads(out)
+    summary["peak_rss_mb"] = usage.ru_maxrss / 1024
+    return seconds, summary
 
 
 def _speed_study(d: Path, trials: int, steps: int, batch: int, sampler: str = "random") -> Path:
