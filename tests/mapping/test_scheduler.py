@@ -279,9 +279,10 @@ def test_uint8_int16_and_int32_layouts_give_the_same_schedule(seed, groups, w, p
         assert s.overflow_jobs == want.overflow_jobs
 
 
-def test_load_aware_fetch_same_in_int16_and_int32(monkeypatch):
+@pytest.mark.parametrize("hi", [40, 400])         # 400: buffered sums past int16, single entries not
+def test_load_aware_fetch_same_in_int16_and_int32(monkeypatch, hi):
     rng = np.random.default_rng(3)
-    jobs = rng.integers(0, 40, size=(300, 3, 7)) * (rng.random((300, 3, 7)) < 0.4)
+    jobs = rng.integers(0, hi, size=(300, 3, 7)) * (rng.random((300, 3, 7)) < 0.4)
     pes = np.array([1, 2, 3, 1, 4, 2, 1])
 
     def run():
@@ -292,6 +293,17 @@ def test_load_aware_fetch_same_in_int16_and_int32(monkeypatch):
     small = run()
     monkeypatch.setattr(fetch_mod, "SMALL_INT", 0)  # always int32
     assert np.array_equal(small, run())
+
+
+def test_the_recurrences_type_is_decided_on_a_bound_of_the_buffered_jobs():
+    """``fetch._buffered_max``: never below the most jobs buffered for one resource, and exact
+    whenever it decides for int32 (at or above ``SMALL_INT``)."""
+    rng = np.random.default_rng(11)
+    for n, hi in ((10, 5), (128, 60), (128, 200), (300, 400), (5, 30_000)):
+        buf = rng.integers(0, hi, size=(n, 4, 9)).astype(np.int32)
+        exact = int(buf.sum(axis=0, dtype=np.int64).max())
+        got = fetch_mod._buffered_max(buf)
+        assert got >= exact and (got < fetch_mod.SMALL_INT or got == exact), (n, hi)
 
 
 @pytest.mark.parametrize("groups", [3, 4, 16])      # unequal, equal and one-unit PE groups of 16 units
