@@ -27,6 +27,8 @@ from dse.errors import ConfigError
 from dse.hardware import cost, power
 from dse.performance import latency
 from dse.search import bounds, fidelity
+from dse.spec import DesignPoint, default_pe_groups
+from dse.spec.many import FIELD_DEFAULTS, validate_flat
 
 Column = tuple[np.ndarray, np.ndarray]          # (float values, rows holding the metric)
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]   # (bounds, ok, hints)
@@ -41,14 +43,13 @@ def bound_arrays(cfg: Any, designs: Sequence[Mapping[str, Any]], hint_metrics: S
     B = np.full((len(designs), len(objs.objectives)), np.nan)
     H = np.zeros((len(designs), len(hint_metrics) + 1))
     ok = np.zeros(len(designs), dtype=bool)
-    rows, points = valid_points(cfg, designs)
+    rows, knobs, n = valid_rows(cfg, designs)
     if not rows:
         return B, ok, H
-    models = list(points[0])
-    if (any(list(p) != models or any(x.trace == "catalog" for x in p.values()) for p in points)
-            or (len(models) > 2 and any(o.aggregate in ("sum", "mean") for o in objs.objectives))):
+    models = list(cfg.models)
+    if "catalog" in knobs["trace"] or (len(models) > 2 and any(o.aggregate in ("sum", "mean") for o in objs.objectives)):
         return per_design(cfg, designs)
-    cols = bound_columns([x for p in points for x in p.values()])
+    cols = bound_columns(knobs, n)
     per_model = [{k: (v.reshape(-1, len(models))[:, j], w.reshape(-1, len(models))[:, j])
                   for k, (v, w) in cols.items()} for j in range(len(models))]
     idx = np.array(rows)
@@ -70,11 +71,31 @@ def valid_points(cfg: Any, designs: Sequence[Mapping[str, Any]]) -> tuple[list[i
     return rows, points
 
 
-def bound_columns(points: Sequence[Any]) -> dict[str, Column]:
-    """``bounds.bound_metrics`` of trace-driven design points (``DesignPoint``), as columns: metric
-    -> (values, rows whose dict holds it, not None); ``feasible`` holds the closed form's verdict."""
+def valid_rows(cfg: Any, designs: Sequence[Mapping[str, Any]]) -> tuple[list[int], dict[str, list], int]:
+    """``valid_points`` as knob values: (indices of the designs ``cfg.points`` accepts, every
+    knob's values over their (design, workload) rows, design-major as ``valid_points`` flattened,
+    the number of rows), validated at once (``dse.spec.many.validate_flat``; one design at a time
+    when that cannot judge them)."""
+    per_model = [validate_flat(designs, {"model": m}) for m in cfg.models]
+    if any(r is None for r in per_model):
+        rows, points = valid_points(cfg, designs)
+        flat = [x for p in points for x in p.values()]
+        return rows, {f: [getattr(x, f) for x in flat] for f in FIELD_DEFAULTS}, len(flat)
+    ok = np.logical_and.reduce([r[0] for r in per_model])
+    rows = np.flatnonzero(ok).tolist()
+    if len(per_model) == 1:
+        knobs = {k: [col[i] for i in rows] for k, col in per_model[0][1].items()}
+    else:
+        knobs = {k: [r[1][k][i] for i in rows for r in per_model] for k in per_model[0][1]}
+    return rows, knobs, len(rows) * len(per_model)
+
+
+def bound_columns(knobs: Mapping[str, list], n: int) -> dict[str, Column]:
+    """``bounds.bound_metrics`` of ``n`` trace-driven design points given as knob values (every
+    field of ``DesignPoint``, a list over the rows), as columns: metric -> (values, rows whose dict
+    holds it, not None); ``feasible`` holds the closed form's verdict."""
     from dse.vector import Columns, evaluate_columns
-    t = evaluate_columns(Columns.from_points(points))
+    t = evaluate_columns(Columns.from_knobs(knobs, n))
     nan, none = np.full(t.n, np.nan), np.zeros(t.n, dtype=bool)
 
     def col(name: str) -> np.ndarray:
@@ -94,30 +115,37 @@ def bound_columns(points: Sequence[Any]) -> dict[str, Column]:
         out[m] = (col(m), has(m))
     for h in bounds.HINTS:
         out[f"closed_form_{h}"] = (col(h), has(h))
-    w = _workload_columns(points)
+    w = _workload_columns(knobs, n)
     with np.errstate(all="ignore"):
         _rescale_union(out, col, in_row("ffn_read_us_per_token"), w)
         _mfu_cascade(out, col, has, in_row, w)
     return out
 
 
-def _workload_columns(points: Sequence[Any]) -> dict[str, np.ndarray]:
+def _workload_columns(knobs: Mapping[str, list], n: int) -> dict[str, np.ndarray]:
     """Per row: the window's ideal MFU, U(B), the occupancy bound of its domain, the model's L,
     expert and router bytes (statistics and extents looked up once per distinct value)."""
     from dse.catalog import get_model
     keys = ("ideal", "union", "occ", "layers", "expert_bytes", "router_bytes", "core_side")
-    w = {k: np.empty(len(points)) for k in keys}
+    w = {k: np.empty(n) for k in keys}
     stats: dict[tuple, Any] = {}
     models: dict[str, Any] = {}
-    for i, p in enumerate(points):
-        model = models.get(p.model) or models.setdefault(p.model, get_model(p.model))
-        key = (p.model, p.trace, p.batch, p.trace_steps, p.trace_seed, p.profile_steps, p.tile_width)
-        st = stats.get(key) or stats.setdefault(key, bounds.trace_stats(p, model))
-        ext = bounds.domain_extent(model.experts, p.core_side, p.groups, p.die_units_x, p.die_units_y,
-                                   p.core_remainder, p.layer_layout)
-        tiles = ext.max_group_units if p.pooling == "direct" else ext.max_core_units
-        w["ideal"][i], w["union"][i], w["core_side"][i] = st.ideal_mfu, st.union_experts, p.core_side
-        w["occ"][i] = st.occupancy(ext.units, tiles, p.fetch)
+    stat_knobs = ("model", "trace", "batch", "trace_steps", "trace_seed", "profile_steps", "tile_width")
+    domain = ("core_side", "pe_groups_per_core", "die_units_x", "die_units_y", "core_remainder", "layer_layout")
+    for i, (key, dom, pooling, fetch) in enumerate(zip(zip(*[knobs[k] for k in stat_knobs]),
+                                                       zip(*[knobs[k] for k in domain]),
+                                                       knobs["pooling"], knobs["fetch"])):
+        name, side, groups = key[0], dom[0], dom[1]
+        model = models.get(name) or models.setdefault(name, get_model(name))
+        st = stats.get(key)
+        if st is None:
+            p = DesignPoint(**{f: knobs[f][i] for f in FIELD_DEFAULTS})     # validated values: as from_dict
+            st = stats[key] = bounds.trace_stats(p, model)
+        groups = groups if groups is not None else default_pe_groups(side)
+        ext = bounds.domain_extent(model.experts, side, groups, dom[2], dom[3], dom[4], dom[5])
+        tiles = ext.max_group_units if pooling == "direct" else ext.max_core_units
+        w["ideal"][i], w["union"][i], w["core_side"][i] = st.ideal_mfu, st.union_experts, side
+        w["occ"][i] = st.occupancy(ext.units, tiles, fetch)
         w["layers"][i], w["expert_bytes"][i], w["router_bytes"][i] = (model.moe_layers, model.expert_bytes,
                                                                       model.router_bytes)
     return w

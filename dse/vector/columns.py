@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from dse.errors import ConfigError
-from dse.spec import DesignPoint
+from dse.spec import DesignPoint, default_pe_groups
 from dse.spec.params import BY_NAME, PARAMS
 
 # Knobs the closed-form model never reads (placement, scheduling, the trace itself).
@@ -87,13 +87,22 @@ class Columns:
     def from_points(cls, points: Sequence[DesignPoint]) -> "Columns":
         """Build from validated design points (their trace knobs are ignored)."""
         # = [p.to_dict(resolved=True)[k] for p in points] per knob, without copying every point
-        values = {k: [getattr(p, k) for p in points] for k in KNOBS}
-        values["pe_groups_per_core"] = [p.groups for p in points]
+        return cls.from_knobs({k: [getattr(p, k) for p in points] for k in KNOBS}, len(points))
+
+    @classmethod
+    def from_knobs(cls, values: Mapping[str, Sequence[Any]], n: int) -> "Columns":
+        """Build from validated knob values, one list per knob of ``KNOBS`` over ``n`` rows (a
+        design point's fields: ``pe_groups_per_core`` and ``batch`` may be None, resolved as
+        ``DesignPoint.groups`` and ``run_batch`` resolve them; ``dse.spec.many.validate_flat``)."""
+        values = {k: values[k] for k in KNOBS}
+        values["pe_groups_per_core"] = [g if g is not None else default_pe_groups(s)
+                                        for g, s in zip(values["pe_groups_per_core"], values["core_side"])]
         from dse.catalog import get_model
-        native: dict[str, int] = {}             # = p.run_batch, the model looked up once per name
-        values["batch"] = [p.batch if p.batch is not None else native.get(p.model) or
-                           native.setdefault(p.model, get_model(p.model).native_batch) for p in points]
-        return cls.from_values(values, len(points))
+        native: dict[str, int] = {}             # = run_batch, the model looked up once per name
+        values["batch"] = [b if b is not None else native.get(m) or
+                           native.setdefault(m, get_model(m).native_batch)
+                           for b, m in zip(values["batch"], values["model"])]
+        return cls.from_values(values, n)
 
 
 def _column(name: str, v: Any, n: int) -> np.ndarray:
