@@ -77,3 +77,18 @@ def test_a_design_row_is_the_same_computed_alone_or_among_others_and_the_memo_re
     for a, b in zip(whole, again):
         assert np.array_equal(a[5:9], b, equal_nan=a.dtype != bool)
     assert len(memo.rows) == len({memo.key(d) for d in designs})
+
+
+def test_a_design_key_identifies_exactly_the_sorted_name_repr_pairs():
+    designs = _designs(FULL, 11, 30)
+    designs += [dict(reversed(list(d.items()))) for d in designs[:10]]          # other orders of the names
+    designs += [{**d, "core_side": float(d["core_side"])} for d in designs[:5]]  # 4.0 is not 4
+    designs += [{**d, "core_side": True} for d in designs[:2]] + [{**d, "core_side": 1} for d in designs[:2]]
+    designs += [{k: v for k, v in d.items() if k != "fetch"} for d in designs[:3]]
+
+    def oracle(d):
+        return tuple(sorted((k, repr(v)) for k, v in d.items()))
+    for a in designs:
+        for b in designs:
+            assert (estimate.BoundMemo.key(a) == estimate.BoundMemo.key(b)) == (oracle(a) == oracle(b))
+    assert len({estimate.BoundMemo.key(d) for d in designs}) == len({oracle(d) for d in designs}) < len(designs)
