@@ -54,12 +54,15 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dse.search.runner import run_study
-    from dse.search.pool import release_workers
+    from dse.search.workers import release_workers
     from dse.cli.jobs import bounded_jobs
     args.jobs = bounded_jobs(args.jobs)
     if args.scheduler is not None and args.backend != "dask":
         raise ConfigError(f"--scheduler {args.scheduler!r}: only with --backend dask")
     cfg = study_from_args(args, trials=args.trials)
+    if args.backend == "loky" and args.jobs != 1:
+        from dse.search.workers import prestart
+        prestart(args.jobs)           # the workers start while this process imports and opens the storage
     progress = not args.no_progress and sys.stderr.isatty()
     lines = None if progress or args.no_progress else BatchLines(cfg.name)
     terminated: list[int] = []

@@ -5,10 +5,8 @@ resource tracker and workers start without importing joblib; reused across batch
 runs); ``jobs == 1`` evaluates in this process, lazily, when the result is asked for. With
 ``affinity`` each worker is an executor of its own, the pool hands it designs of the groups
 (scheduling domains) it owns as it frees up, and this process is one of the ``jobs``: it
-evaluates designs itself whenever it would wait for a result (see the class). A worker exits
-with its driver (``dse.lifetime.exit_with_parent``) and raises loky's leak threshold
-(``evaluation.keep_worker_caches``); at exit the workers are stopped (``stop_workers``: each
-finishes the design it runs) before the exit handlers that would wait for them.
+evaluates designs itself whenever it would wait for a result (see the class). The worker
+processes themselves (started, reused across runs, stopped at exit) are ``dse.search.workers``.
 """
 from __future__ import annotations
 
@@ -20,9 +18,9 @@ from concurrent.futures import CancelledError, Future
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, Sequence
 
-from dse.search.evaluation import Evaluator, Outcome, keep_worker_caches, safe_evaluate
+from dse.search.evaluation import Evaluator, Outcome, safe_evaluate
+from dse.search.workers import first_task, shared_executor, solo_executors, submit_solo, worker_started
 
-WORKER_IDLE_TIMEOUT_S = 300        # an idle loky worker exits after this long
 # Designs handed to one worker and not finished (the one it runs and those queued behind it):
 # enough that a worker never waits for the driver between two designs (a design is handed over
 # from a thread of the driver, which waits up to 5 ms for the GIL while the driver asks or
@@ -36,18 +34,6 @@ AFFINITY_DEPTH = 3
 # the GIL. Measured on 2 cores, a task submitted while the main thread computes for 20 ms reached
 # its worker after 9.7 ms (median) at 5 ms and 2.6 ms at 0.5 ms: workers idled at every batch start.
 DISPATCH_SWITCH_INTERVAL_S = 0.0005
-
-
-def _started() -> None:
-    """A worker's first task (``EvaluationPool._start_workers``)."""
-
-
-def _exit_with_driver(driver_pid: int) -> None:
-    """Pool initializer: the worker exits within a second of its driver's death, even a kill -9
-    (``dse.lifetime.exit_with_parent``)."""
-    from dse.lifetime import exit_with_parent
-    exit_with_parent(driver_pid)
-    keep_worker_caches()
 
 
 class EvaluationPool:
@@ -106,10 +92,10 @@ class EvaluationPool:
         n = self.jobs if self.jobs > 0 else (os.cpu_count() or 1)
         if self.executor is None:
             if self.affinity and n > 1:       # n - 1 workers, and this process evaluates too
-                self.executor = _solo_executors(n - 1) + [None]
+                self.executor = solo_executors(n - 1) + [None]
                 self.here = n - 1
             else:
-                self.executor = _solo_executors(n) if self.affinity else [_shared_executor(n)]
+                self.executor = solo_executors(n) if self.affinity else [shared_executor(n)]
             self.queued = [0] * len(self.executor)
             self.owned = [0] * len(self.executor)
             self.started = [False] * len(self.executor)
@@ -119,7 +105,7 @@ class EvaluationPool:
             try:
                 handle = self.executor[0].submit(safe_evaluate, fn, dict(design), tuple(models))
             except RuntimeError:      # the executor broke (a killed worker): a new one
-                self.executor[0] = _shared_executor(n)
+                self.executor[0] = shared_executor(n)
                 handle = self.executor[0].submit(safe_evaluate, fn, dict(design), tuple(models))
             with self.lock:
                 self.handles[handle] = handle
@@ -134,11 +120,15 @@ class EvaluationPool:
 
     def _start_workers(self) -> None:
         """Each worker's first task is an empty one: until it is back (the worker started, ~0.5 s),
-        the worker counts as full, so designs wait for this process instead of behind it."""
+        the worker counts as full, so designs wait for this process instead of behind it. A
+        worker ``prestart`` started already has its first task under way: that one is waited for."""
         for i in range(len(self.executor)):
             if i != self.here:
                 self.queued[i] += 1
-                _submit_solo(self.executor, i, _started).add_done_callback(lambda _, i=i: self._up(i))
+                first = first_task(self.executor[i])
+                if first is None:
+                    first = submit_solo(self.executor, i, worker_started)
+                first.add_done_callback(lambda _, i=i: self._up(i))
 
     def _up(self, i: int) -> None:
         with self.lock:
@@ -207,7 +197,7 @@ class EvaluationPool:
         with self.lock:
             tasks, executors = self._assign(), self.executor   # close() may drop self.executor meanwhile
         for i, (future, fn, design, models, _) in tasks:
-            inner = _submit_solo(executors, i, safe_evaluate, fn, design, models)
+            inner = submit_solo(executors, i, safe_evaluate, fn, design, models)
             with self.lock:
                 if future in self.handles:
                     self.handles[future] = inner
@@ -289,93 +279,6 @@ class EvaluationPool:
         for inner in running:
             inner.cancel()
         self.executor = None
-
-
-_SOLO: list = []                  # this process's single-worker executors, reused across runs
-_SHARED: list = []                # loky's reusable executor, once this process started it
-_RELEASED: list = []              # threads stopping executors (``_stop_later``), joined at exit
-
-
-def stop_workers() -> None:
-    """Stop this process's evaluation workers and wait until they are gone (each finishes the
-    task it runs; tasks not started were cancelled by ``EvaluationPool.close``). Registered at
-    exit (the interpreter is still whole then: dropped later, during its teardown, loky's
-    clean-up reports an ignored exception); a later ``submit`` starts new workers. Not killed:
-    a worker killed at exit left loky's resource tracker a semaphore to report as leaked (2 of
-    12 runs of an NSGA-II study with --jobs 2)."""
-    for ex in _SOLO + _SHARED:
-        ex.shutdown(wait=True)
-    for stopping in _RELEASED:
-        stopping.join()
-    _SOLO.clear()
-    _SHARED.clear()
-    _RELEASED.clear()
-
-
-def release_workers() -> None:
-    """Stop this process's evaluation workers (each finishes the task it runs) without waiting:
-    ``_stop_later``, joined at exit. `dse run` calls it when its run is over, so that its worker
-    exits while it prints the summary. A later ``submit`` starts new workers.
-
-    Not ``shutdown(wait=False)``: loky then forgets the executor's manager thread, so a later
-    ``shutdown(wait=True)`` no longer joins it. The thread (not a daemon) was still alive at
-    exit, so ``lifetime.exit_now`` took the interpreter's normal exit, which waited for it and
-    freed the run's caches object by object: `dse run --jobs 2` of ``bench_search.py``'s study
-    ended 0.4-0.5 s after its last exit handler, against 0.1 s with ``--jobs 1``."""
-    for ex in _SOLO + _SHARED:
-        _stop_later(ex)
-    _SOLO.clear()
-    _SHARED.clear()
-
-
-def _stop_later(ex) -> None:
-    """Shut ``ex`` down, waiting, in a thread ``stop_workers`` joins (``release_workers``)."""
-    stopping = threading.Thread(target=ex.shutdown, name="dse-stop-workers", daemon=True)
-    stopping.start()
-    _RELEASED.append(stopping)
-
-
-def _register_stop() -> None:
-    if not (_SOLO or _SHARED or _RELEASED):
-        import atexit
-        from dse.lifetime import stop_first_at_exit
-        atexit.unregister(stop_workers)
-        atexit.register(stop_workers)
-        stop_first_at_exit(stop_workers)
-
-
-def _new_executor():
-    from loky import ProcessPoolExecutor
-    return ProcessPoolExecutor(max_workers=1, timeout=WORKER_IDLE_TIMEOUT_S,
-                               initializer=_exit_with_driver, initargs=(os.getpid(),))
-
-
-def _submit_solo(executors: list, i: int, fn, *args):
-    """Submit to worker ``i``'s executor; one that broke (a killed worker) is replaced first."""
-    try:
-        return executors[i].submit(fn, *args)
-    except RuntimeError:
-        _stop_later(_SOLO[i])         # broken (a killed worker): its manager thread is joined at exit
-        executors[i] = _SOLO[i] = _new_executor()
-        return executors[i].submit(fn, *args)
-
-
-def _shared_executor(n: int):
-    """loky's reusable executor of ``n`` workers sharing one queue (the same one across runs)."""
-    from loky import get_reusable_executor
-    _register_stop()
-    ex = get_reusable_executor(max_workers=n, timeout=WORKER_IDLE_TIMEOUT_S,
-                               initializer=_exit_with_driver, initargs=(os.getpid(),))
-    _SHARED[:] = [ex]
-    return ex
-
-
-def _solo_executors(n: int) -> list:
-    """``n`` single-worker executors: those this process already started, plus new ones."""
-    _register_stop()
-    while len(_SOLO) < n:
-        _SOLO.append(_new_executor())
-    return _SOLO[:n]
 
 
 @contextmanager

@@ -80,7 +80,7 @@ def test_designs_wait_for_this_process_while_the_worker_starts(tmp_path):
     """Until its first (empty) task is back, a worker holds nothing: what is submitted meanwhile
     is evaluated here when asked for, not queued behind a process still importing. The workers
     of earlier tests are stopped first: a warm one is up at once (the test skipped then)."""
-    from dse.search.pool import stop_workers
+    from dse.search.workers import stop_workers
     stop_workers()
     pool = EvaluationPool(2, affinity=True)
     try:
@@ -121,7 +121,7 @@ def test_released_workers_leave_no_thread_behind():
     non-daemon thread (loky's manager thread, forgotten by ``shutdown(wait=False)``) made
     ``lifetime.exit_now`` take the interpreter's slow normal exit."""
     import threading
-    from dse.search.pool import release_workers, stop_workers
+    from dse.search.workers import release_workers, stop_workers
     before = set(threading.enumerate())
     pool = started(EvaluationPool(2, affinity=True))
     try:
