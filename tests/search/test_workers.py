@@ -25,19 +25,25 @@ def no_workers():
     workers.stop_workers()
 
 
-def test_prestart_starts_the_pools_workers_and_the_pool_takes_their_first_task(no_workers, monkeypatch):
+@pytest.fixture()
+def submitted(monkeypatch) -> list:
+    """The functions the pool hands its workers (``submit_solo``), in order."""
+    out: list = []
+    real = workers.submit_solo
+
+    def spy(executors, i, fn, *args):
+        out.append(fn)
+        return real(executors, i, fn, *args)
+
+    monkeypatch.setattr(pool_module, "submit_solo", spy)
+    return out
+
+
+def test_prestart_starts_the_pools_workers_and_the_pool_takes_their_first_task(no_workers, submitted):
     workers.prestart(2)
     assert len(workers._SOLO) == 1                     # jobs 2: one worker beside this process
     first = workers._STARTING[workers._SOLO[0]]
     assert first.result(timeout=60) is None            # the worker is up: its empty task came back
-    submitted = []
-    real = workers.submit_solo
-
-    def spy(executors, i, fn, *args):
-        submitted.append(fn)
-        return real(executors, i, fn, *args)
-
-    monkeypatch.setattr(pool_module, "submit_solo", spy)
     pool = EvaluationPool(2, affinity=True)
     try:
         h = pool.submit(_pid, {}, ["m"], group="g")
@@ -55,15 +61,7 @@ def test_prestart_starts_the_pools_workers_and_the_pool_takes_their_first_task(n
         pool.close()
 
 
-def test_a_pool_without_prestart_gives_its_workers_their_first_task(no_workers, monkeypatch):
-    submitted = []
-    real = workers.submit_solo
-
-    def spy(executors, i, fn, *args):
-        submitted.append(fn)
-        return real(executors, i, fn, *args)
-
-    monkeypatch.setattr(pool_module, "submit_solo", spy)
+def test_a_pool_without_prestart_gives_its_workers_their_first_task(no_workers, submitted):
     pool = EvaluationPool(2, affinity=True)
     try:
         assert pool.result(pool.submit(_pid, {}, ["m"], group="g")).ok
