@@ -122,7 +122,7 @@ def main() -> int:
                          "so the figure is the study machinery's; 'synthetic' adds each process's trace "
                          "generation and the scheduler)")
     args = ap.parse_args()
-    from dse.search.storage import mask_url
+    from dse.search.storage.storage import mask_url
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         study = write_study(tmp, space=SILICON_CONTINUOUS_SPACE, objectives=LATENCY_POWER_UNCONSTRAINED_OBJECTIVES,

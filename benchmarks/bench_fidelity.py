@@ -35,7 +35,7 @@ feasible designs that were not weakly dominated by the front of the trials befor
 
 ``--estimator``: how well the closed form predicts the trace-driven values, the ceiling of any
 screen or pick made on it. On seed 0's shipped plain run, the guided sampler's regression
-(``dse.search.estimate.Estimator``) is fitted on the first N evaluated designs and predicts the
+(``dse.search.propose.estimate.Estimator``) is fitted on the first N evaluated designs and predicts the
 designs evaluated after trial 240: RMS of log(trace-driven value / estimate) per objective,
 beside the same error of the bound alone, for N = 48, 96, 156 and 240.
 
@@ -83,8 +83,8 @@ def run(study: Path, seed: int, trials: int | None, tmp: Path, max_evaluations: 
     """(config, run summary, seconds) of one fresh run (``sampler``: replaces the study's, with
     its settings in ``SINGLE``, else optuna's defaults)."""
     from dataclasses import replace
-    from dse.search.runner import run_study
-    from dse.search.study import load_study
+    from dse.search.execute.runner import run_study
+    from dse.search.study.study import load_study
     tag = f"{study.stem}-{label(sampler)}-{seed}-{trials}-{max_evaluations}"
     cfg = load_study(study, seed=seed, trials=trials, storage=f"sqlite:///{tmp / (tag + '.db')}")
     if sampler is not None:
@@ -116,7 +116,7 @@ def cached_run(study: Path, seed: int, trials: int | None, tmp: Path, cache: Pat
 
 def oracle_evaluations(cfg) -> int:
     """Evaluations a perfect screen would still spend on the plain run's trajectory (see above)."""
-    from dse.search.results import load_results
+    from dse.search.study.results import load_results
     res = load_results(cfg)
     recs = sorted(res.complete, key=lambda r: r.number)
     need = 0
@@ -132,13 +132,13 @@ def oracle_evaluations(cfg) -> int:
 
 def fronts(cfgs) -> list[np.ndarray]:
     """Each run's feasible front (minimisation array)."""
-    from dse.search.results import load_results
+    from dse.search.study.results import load_results
     return [(lambda r: r.F(r.front()))(load_results(c)) for c in cfgs]
 
 
 def hypervolume_shares(Fs: list[np.ndarray]) -> list[float]:
     """Each front's HV as a share of the union front's, normalised on the union front."""
-    from dse.search import pareto
+    from dse.search.front import pareto
     U = np.vstack([F for F in Fs if len(F)])
     U = U[pareto.nondominated(U)]
     lo, hi = U.min(axis=0), U.max(axis=0)
@@ -152,7 +152,7 @@ def one_seed(seed: int, trials: int | None, tmp: Path, budget: bool, cache: Path
              multi: Path = MULTI) -> tuple[list[tuple], list[tuple]]:
     """The seed's table rows and verdicts ((plain run, multi run, met, line) each)."""
     from types import SimpleNamespace as NS
-    from dse.search.study import load_study
+    from dse.search.study.study import load_study
     runs, need = [], 0
     for sampler in SINGLE:
         summ, F, dt, n = cached_run(PLAIN, seed, trials, tmp, cache, sampler=sampler, oracle=sampler == "tpe")
@@ -200,12 +200,12 @@ def one_seed(seed: int, trials: int | None, tmp: Path, budget: bool, cache: Path
 
 def estimator_error(tmp: Path, sizes=(48, 96, 156, 240), test_from: int = 240) -> None:
     """``--estimator`` (module docstring): held-out error of the closed-form estimates."""
-    from dse.search import pareto
-    from dse.search.estimate import BoundMemo, Estimator
-    from dse.search.guided import DEFAULTS, Evaluated
-    from dse.search.runner import run_study
-    from dse.search.storage import open_study
-    from dse.search.study import load_study
+    from dse.search.front import pareto
+    from dse.search.propose.estimate import BoundMemo, Estimator
+    from dse.search.propose.guided import DEFAULTS, Evaluated
+    from dse.search.execute.runner import run_study
+    from dse.search.storage.storage import open_study
+    from dse.search.study.study import load_study
     cfg = load_study(PLAIN, seed=0, storage=f"sqlite:///{tmp / 'estimator.db'}")
     run_study(cfg)
     study, _ = open_study(cfg, create=False)
@@ -241,7 +241,7 @@ def main() -> None:
     ap.add_argument("--multi", type=Path, default=MULTI, help="the multi-fidelity study file to measure")
     ap.add_argument("--estimator", action="store_true", help="also the closed form's held-out error (see above)")
     a = ap.parse_args()
-    from dse.search.storage import quiet_optuna
+    from dse.search.storage.storage import quiet_optuna
     head = (f"{'seed':>4s} {'run':18s} {'trials':>6s} {'trace evals':>11s} {'screened':>8s} {'repeats':>7s} "
             f"{'front':>5s} {'HV share':>8s} {'evals/tpe':>11s} {'HV/tpe':>8s} {'time s':>7s}")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -261,7 +261,7 @@ def main() -> None:
     if a.estimator:
         with tempfile.TemporaryDirectory() as d, quiet_optuna():
             estimator_error(Path(d))
-    from dse.search.study import load_study
+    from dse.search.study.study import load_study
     shipped = load_study(PLAIN).sampler
     summary(verdicts, f"plain {shipped}", "multi", "the shipped plain study")
     if shipped not in SINGLE:

@@ -65,7 +65,7 @@ def design_costs(make, xs) -> dict[str, list[float]]:
 
 def bench_designs() -> None:
     from dse.pipeline.evaluate import evaluate
-    from dse.search.runner import evaluate_design
+    from dse.search.execute.runner import evaluate_design
     from dse.spec import DesignPoint
     from dse.catalog import model_names
     def pt(seed, w, **kw):
@@ -109,10 +109,10 @@ def build_storage(tmp: Path, n: int) -> tuple[Path, str]:
     """A journal storage holding ``n`` finished trials of distinct ground-truth designs."""
     import optuna
     from optuna.distributions import CategoricalDistribution
-    from dse.search.grid import enumerate_space, score_table
-    from dse.search.evaluation import design_key
-    from dse.search.stored import constraint_keys
-    from dse.search.study import load_study
+    from dse.search.grid.grid import enumerate_space, score_table
+    from dse.search.execute.evaluation import design_key
+    from dse.search.storage.stored import constraint_keys
+    from dse.search.study.study import load_study
     from dse.vector import Columns, evaluate_columns
     study_file = tmp / f"growth-{n}.toml"
     study_file.write_text(STUDY.format(root=ROOT, n=n))

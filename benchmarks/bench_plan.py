@@ -7,7 +7,7 @@ ones are tested against: draws through ``Space.suggest`` with a ``draw.Draw`` pe
 (``draw.reference_uniform`` / ``reference_mutant``), the closed-form bounds read row by row
 (``fidelity.closed_form_bounds_reference``) and scored one design at a time
 (``estimate.bound_arrays_reference``); "after" is the code as shipped (the draws compiled, the
-bounds of a pool scored on numpy columns by ``dse.search.bound_table``). Both must propose the
+bounds of a pool scored on numpy columns by ``dse.search.propose.bound_table``). Both must propose the
 same designs (the benchmark stops otherwise) and run the same trials.
 
 1. **One plan**: ``studies/full.toml`` (its seed, or ``--seed``) is run to ``--history`` trials
@@ -46,7 +46,7 @@ MODES = ("before", "after")
 def use(mode: str) -> None:
     """Patch the paths of ``mode`` into the modules the guided sampler calls: ``before`` the
     reference paths, ``after`` the shipped ones."""
-    from dse.search import draw, estimate, fidelity, guided
+    from dse.search.propose import draw, estimate, fidelity, guided
     saved = use.__dict__.setdefault("saved", (draw.uniform, draw.mutant, fidelity.closed_form_bounds_many,
                                               guided.bound_arrays, estimate.bound_arrays))
     draw.uniform, draw.mutant, fidelity.closed_form_bounds_many, guided.bound_arrays, estimate.bound_arrays = saved
@@ -58,10 +58,10 @@ def use(mode: str) -> None:
 
 def one_plan(seed: int | None, history: int, repeat: int) -> None:
     import numpy as np
-    from dse.search import guided
-    from dse.search.runner import run_study
-    from dse.search.storage import quiet_optuna
-    from dse.search.study import load_study
+    from dse.search.propose import guided
+    from dse.search.execute.runner import run_study
+    from dse.search.storage.storage import quiet_optuna
+    from dse.search.study.study import load_study
     quiet_optuna()
     with tempfile.TemporaryDirectory() as tmp:
         cfg = load_study(STUDY, seed=seed, trials=history, storage=f"sqlite:///{Path(tmp) / 'plan.db'}")
@@ -107,7 +107,7 @@ def whole_run(jobs: int, mode: str, seed: int | None, tmp: Path) -> tuple[float,
     if out.returncode != 0:
         sys.exit(f"bench_plan: dse run failed: {out.stderr.strip().splitlines()[-1:]}")
     import optuna
-    from dse.search.storage import quiet_optuna
+    from dse.search.storage.storage import quiet_optuna
     quiet_optuna()
     summary = json.loads(out.stdout)
     st = optuna.load_study(study_name=optuna.get_all_study_names(f"sqlite:///{db}")[0], storage=f"sqlite:///{db}")

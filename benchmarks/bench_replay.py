@@ -31,8 +31,8 @@ TARGET = 100.0
 def replay(designs_file: str, study: str) -> None:
     """Child process: evaluate every design as an evaluation worker does (``safe_evaluate``, which
     also sets the process's memory reuse), print designs, CPU seconds and wall seconds."""
-    from dse.search.evaluation import evaluate_design, safe_evaluate
-    from dse.search.study import load_study
+    from dse.search.execute.evaluation import evaluate_design, safe_evaluate
+    from dse.search.study.study import load_study
     cfg = load_study(study, check_metrics=False)
     designs = json.loads(Path(designs_file).read_text())
     safe_evaluate(evaluate_design, designs[0], cfg.models)   # trace load and imports, not timed
@@ -71,8 +71,8 @@ def main() -> None:
     if args.child:
         replay(*args.child)
         return
-    from dse.search.runner import run_study
-    from dse.search.study import load_study
+    from dse.search.execute.runner import run_study
+    from dse.search.study.study import load_study
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"[machine] {os.cpu_count()} cores, load average {load:.2f} at start")
     with tempfile.TemporaryDirectory(prefix="bench_replay_") as d:

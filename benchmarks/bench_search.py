@@ -91,12 +91,12 @@ def _study(d: Path, space: str, obj: str, sampler: str, trials: int, seed: int, 
 
 def quality(tmp: Path, seeds: int, budget: float, batch: int = 10, pop: int = 10,
             startup: int = 10) -> list[tuple[str, float]]:
-    from dse.search import pareto
-    from dse.search.objectives import score
-    from dse.search.results import load_results
-    from dse.search.evaluation import evaluate_design
-    from dse.search.runner import run_study
-    from dse.search.study import load_study
+    from dse.search.front import pareto
+    from dse.search.space.objectives import score
+    from dse.search.study.results import load_results
+    from dse.search.execute.evaluation import evaluate_design
+    from dse.search.execute.runner import run_study
+    from dse.search.study.study import load_study
 
     cfg = load_study(_study(tmp / "grid", QUALITY_SPACE, QUALITY_OBJ, "grid", 1, 0, 8))
     grid = cfg.space.grid(cfg.base_env())
@@ -155,8 +155,8 @@ def speed(tmp: Path, trials: int, steps: int, batch: int, repeats: int = 3, targ
     the median pair's ratio is the figure). Returns the figures of the closing table (``lengths``):
     speed-up, share of the jobs-1 run spent evaluating designs, Amdahl bound, median wall times and
     time per design. ``target``: the target's study (else the verdicts say "for information")."""
-    from dse.search.results import load_results
-    from dse.search.study import load_study
+    from dse.search.study.results import load_results
+    from dse.search.study.study import load_study
 
     times: dict[int, list[float]] = {1: [], 2: []}
     outside: dict[int, list[float]] = {1: [], 2: []}   # wall time outside the run loop
@@ -282,8 +282,8 @@ def _speed_study(d: Path, trials: int, steps: int, batch: int, sampler: str = "r
 
 def _generate_traces(tmp: Path, steps: int, batch: int) -> Path:
     """Generate the speed study's trace windows once, in this process; returns their folder."""
-    from dse.search.study import load_study
-    from dse.search.warm import warm_traces
+    from dse.search.study.study import load_study
+    from dse.search.execute.warm import warm_traces
     cache = tmp / "trace-cache"
     before = os.environ.get("DSE_CACHE_DIR")
     os.environ["DSE_CACHE_DIR"] = str(cache)
@@ -305,9 +305,9 @@ def _evaluation_s(study_dir: Path, cache: Path, sample: int = 120) -> tuple[floa
     a worker evaluates them (``safe_evaluate``; the first one, which loads the traces, untimed),
     and the first ``sample`` designs (the capacity sample). The first designs are mostly of new
     domains (placement and tables to build), so a mean over them alone would overstate."""
-    from dse.search.evaluation import evaluate_design, safe_evaluate
-    from dse.search.results import load_results
-    from dse.search.study import load_study
+    from dse.search.execute.evaluation import evaluate_design, safe_evaluate
+    from dse.search.study.results import load_results
+    from dse.search.study.study import load_study
     designs = [r.design for r in load_results(load_study(study_dir / "study.toml")).records
                if r.duplicate_of is None]
     os.environ["DSE_CACHE_DIR"] = str(cache)
@@ -348,7 +348,7 @@ def workload_capacity(designs: list[dict], cache: Path) -> float:
 
 def _capacity_child(file: str, n: int, i: int) -> None:
     import json
-    from dse.search.evaluation import evaluate_design, safe_evaluate
+    from dse.search.execute.evaluation import evaluate_design, safe_evaluate
     designs = json.loads(Path(file).read_text())
     safe_evaluate(evaluate_design, designs[0], [SPEED_MODEL])   # traces loaded, not timed
     print("ready", flush=True)

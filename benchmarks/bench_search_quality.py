@@ -17,7 +17,7 @@ objectives normalised between the ideal and the nadir of the reference front, re
 3. ``full``: ``studies/full.toml`` as shipped against NSGA-II (population 24), TPE (optuna
    defaults, constant liar within a batch: the choice shipped before the guided sampler),
    multivariate TPE without constant liar, random search and the closed-form-guided sampler
-   (``dse.search.guided``, its defaults) at the same trial budget (a baseline equal to the
+   (``dse.search.propose.guided``, its defaults) at the same trial budget (a baseline equal to the
    shipped choice is not run twice), 3 seeds each; each run's HV as a share of the HV of the
    union front of all runs. Target: the shipped sampler >= 0.95 on every seed.
 
@@ -51,7 +51,7 @@ def _variant(cfg, tmp: Path, sampler: str | None, settings: dict | None, seed: i
 
 
 def _front_F(cfg) -> np.ndarray:
-    from dse.search.results import load_results
+    from dse.search.study.results import load_results
     res = load_results(cfg)
     return res.F(res.front())
 
@@ -60,7 +60,7 @@ class Normaliser:
     """HV of a minimisation array, normalised on a reference front's ideal and nadir."""
 
     def __init__(self, F_ref: np.ndarray):
-        from dse.search import pareto
+        from dse.search.front import pareto
         self.lo, hi = F_ref.min(axis=0), F_ref.max(axis=0)
         self.span = np.where(hi > self.lo, hi - self.lo, 1.0)
         self.ref = np.full(F_ref.shape[1], 1.1)
@@ -77,9 +77,9 @@ def exhaustive_front(cfg) -> tuple[np.ndarray, int, int, float]:
     """Exact feasible front of a discrete space by evaluating every point with the scalar path
     (the reference; ``dse grid`` computes the same front vectorised): minimisation array,
     points, feasible points, seconds."""
-    from dse.search import pareto
-    from dse.search.objectives import score
-    from dse.search.runner import evaluate_design
+    from dse.search.front import pareto
+    from dse.search.space.objectives import score
+    from dse.search.execute.runner import evaluate_design
     t0 = time.perf_counter()
     pts, n = [], 0
     for params in cfg.space.grid(cfg.base_env()):
@@ -94,8 +94,8 @@ def exhaustive_front(cfg) -> tuple[np.ndarray, int, int, float]:
 def against_exhaustive(label: str, study: Path, seeds: int, budget: float, tmp: Path,
                        samplers: list[tuple[str, dict | None]]) -> dict[str, list[float]]:
     """Runs of each sampler with ``budget`` x grid-size evaluations, HV as a share of the exact front's."""
-    from dse.search.runner import run_study
-    from dse.search.study import load_study
+    from dse.search.execute.runner import run_study
+    from dse.search.study.study import load_study
     cfg = load_study(study)
     F, n, nfeas, dt = exhaustive_front(cfg)
     hv = Normaliser(F)
@@ -122,9 +122,9 @@ def against_exhaustive(label: str, study: Path, seeds: int, budget: float, tmp: 
 
 def against_union(study: Path, seeds: int, trials: int | None, tmp: Path) -> dict[str, list[float]]:
     """The shipped study and the baselines at the same trial budget; HV shares of the union front."""
-    from dse.search import pareto
-    from dse.search.runner import run_study
-    from dse.search.study import load_study
+    from dse.search.front import pareto
+    from dse.search.execute.runner import run_study
+    from dse.search.study.study import load_study
     cfg = load_study(study)
     runs: list[tuple[str, int, np.ndarray, float]] = []
     samplers = [(None, None)] + [(k, v) for k, v in BASELINES

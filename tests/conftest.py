@@ -58,8 +58,8 @@ def quickstart_study(tmp_path_factory) -> list[str]:
     """CLI arguments addressing a finished run of studies/quickstart.toml in a temp storage."""
     from pathlib import Path
 
-    from dse.search.runner import run_study
-    from dse.search.study import load_study
+    from dse.search.execute.runner import run_study
+    from dse.search.study.study import load_study
     study = str(Path(__file__).resolve().parent.parent / "studies" / "quickstart.toml")
     url = f"sqlite:///{tmp_path_factory.mktemp('quickstart') / 'qs.db'}"
     run_study(load_study(study, storage=url))

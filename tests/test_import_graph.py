@@ -118,7 +118,7 @@ def _graph() -> dict[str, set[str]]:
 def test_the_graph_is_built_from_function_level_imports_too():
     g = imports(_modules())
     # dse.cli.run imports the runner inside a function only: the graph must still see it
-    assert any(t == "dse.search.runner" for t, _ in g["dse.cli.run"])
+    assert any(t == "dse.search.execute.runner" for t, _ in g["dse.cli.run"])
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
@@ -152,7 +152,7 @@ def test_private_modules_are_not_imported_across_packages():
 
 
 def test_the_expression_parser_does_not_load_optuna():
-    code = "import dse.search.expr, sys; assert 'optuna' not in sys.modules, 'optuna loaded'"
+    code = "import dse.search.space.expr, sys; assert 'optuna' not in sys.modules, 'optuna loaded'"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent)
     assert r.returncode == 0, r.stderr
 
@@ -199,5 +199,69 @@ def test_imports_point_down_the_layers():
 
 def test_the_layer_check_sees_an_upward_import():
     fake = {"dse.spec.design": {("dse.workload.window", "Workload"), ("dse.catalog", "get_model")},
-            "dse.cli.run": {("dse.search.runner", "")}}
+            "dse.cli.run": {("dse.search.execute.runner", "")}}
     assert _upward(fake) == [("dse.spec.design", "dse.workload.window")]
+
+
+# The sub-packages of dse.search, bottom (0) to top: a module may import its own sub-package or a
+# lower one, never a higher one (inside functions included). dse/search/__init__ only re-exports.
+SEARCH_ORDER: dict[str, int] = {
+    "storage": 0,     # storages, stored trials, every private optuna API
+    "space": 0,       # design space, derived knobs, objective sets (pure)
+    "front": 1,       # Pareto fronts, hypervolume, knees, knee confidence
+    "grid": 2,        # dse grid: the exhaustive vectorised search
+    "propose": 2,     # samplers, bounds, multi-fidelity
+    "study": 3,       # the study file and a study read back
+    "execute": 4,     # dse run: trials, evaluation, pools, warm state
+    "review": 5,      # exported designs, the quality of a front
+}
+SEARCH_MAX_MODULES, SEARCH_MAX_SHARE = 15, 0.40
+
+
+def _search_sub(mod: str) -> str | None:
+    parts = mod.split(".")
+    return parts[2] if len(parts) > 3 and parts[:2] == ["dse", "search"] else None
+
+
+def _search_upward(graph: dict[str, set[tuple[str, str]]]) -> list[tuple[str, str]]:
+    out = []
+    for m, edges in graph.items():
+        a = _search_sub(m)
+        for t, _ in edges:
+            b = _search_sub(t)
+            if a and b and a != b and SEARCH_ORDER[b] >= SEARCH_ORDER[a]:
+                out.append((m, t))
+    return sorted(out)
+
+
+def test_search_modules_live_in_sub_packages():
+    search = ROOT / "search"
+    assert sorted(p.name for p in search.glob("*.py")) == ["__init__.py"], "a module directly in dse/search"
+    subs = sorted(p.name for p in search.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert subs == sorted(SEARCH_ORDER), "give each sub-package of dse.search its place in SEARCH_ORDER"
+
+
+def test_search_sub_packages_import_downwards_only():
+    up = _search_upward(imports(_modules()))
+    assert up == [], f"dse.search imports sideways or upwards (see SEARCH_ORDER): {up}"
+
+
+def test_the_search_order_check_sees_a_sideways_import():
+    fake = {"dse.search.grid.grid": {("dse.search.propose.bounds", "")},
+            "dse.search.front.pareto": {("dse.search.storage.optuna_compat", "")},
+            "dse.search.storage.stored": {("dse.search.front.pareto", "")}}
+    assert _search_upward(fake) == [("dse.search.grid.grid", "dse.search.propose.bounds"),
+                                    ("dse.search.storage.stored", "dse.search.front.pareto")]
+
+
+def test_search_sub_packages_are_small_and_documented():
+    search = ROOT / "search"
+    lines = {p.name: sum(len(f.read_text().splitlines()) for f in p.glob("*.py")) for p in search.iterdir()
+             if p.is_dir() and (p / "__init__.py").exists()}
+    total = sum(lines.values())
+    for sub, n in lines.items():
+        pkg = search / sub
+        assert len(list(pkg.glob("*.py"))) - 1 <= SEARCH_MAX_MODULES, sub
+        assert n <= SEARCH_MAX_SHARE * total, f"dse/search/{sub} holds {n / total:.0%} of dse/search"
+        doc = ast.get_docstring(ast.parse((pkg / "__init__.py").read_text()))
+        assert doc and len(doc) > 80, f"dse/search/{sub}/__init__.py needs a docstring of what it owns"

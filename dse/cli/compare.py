@@ -46,9 +46,9 @@ def parse_ref(text: str, storage: str | None) -> tuple[str, dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dse.search import quality
-    from dse.search.results import load_results
-    from dse.search.study import load_study
+    from dse.search.review import quality
+    from dse.search.study.results import load_results
+    from dse.search.study.study import load_study
     if len(args.studies) < 2:
         raise ConfigError("compare needs at least two studies")
     results, names = [], []

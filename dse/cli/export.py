@@ -23,8 +23,8 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dse.search.export import pick, write_design, write_table
-    from dse.search.results import load_results
+    from dse.search.review.export import pick, write_design, write_table
+    from dse.search.study.results import load_results
     cfg = study_from_args(args)
     res = load_results(cfg)
     if args.all:

@@ -39,8 +39,8 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dse.search import quality
-    from dse.search.results import load_results
+    from dse.search.review import quality
+    from dse.search.study.results import load_results
     cfg = study_from_args(args)
     res = load_results(cfg)
     front, knee = res.front(), res.knee()
@@ -87,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
 def _robust(args: argparse.Namespace, res):
     if args.robust is None and not (args.seeds or args.models or args.trace):
         return None
-    from dse.search import robust as rb
-    from dse.search.runner import evaluate_design
+    from dse.search.front import robust as rb
+    from dse.search.execute.runner import evaluate_design
     if args.models:
         variants = rb.model_variants(_names(args.models, "--models", res))
     elif args.trace:

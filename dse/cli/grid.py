@@ -35,10 +35,10 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dse.search.grid import run_grid
-    from dse.search.grid_output import ParquetSink, front_json
-    from dse.search.objectives import load_objectives, objectives_from_dict
-    from dse.search.space_file import load_space
+    from dse.search.grid.grid import run_grid
+    from dse.search.grid.grid_output import ParquetSink, front_json
+    from dse.search.space.objectives import load_objectives, objectives_from_dict
+    from dse.search.space.space_file import load_space
     from dse.spec import DesignPoint
     space = load_space(args.space)
     objset = load_objectives(args.objectives) if args.objectives else \

@@ -19,7 +19,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dse.errors import ConfigError
-    from dse.search.results import load_results
+    from dse.search.study.results import load_results
     from dse.viz.study_plots import plot_study
     cfg = study_from_args(args)
     res = load_results(cfg)

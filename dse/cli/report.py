@@ -30,7 +30,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dse.cli.front import check_columns
-    from dse.search.results import load_results
+    from dse.search.study.results import load_results
     from dse.viz.report import build_report
     from dse.viz.report_render import to_html, to_markdown
     cfg = study_from_args(args)
@@ -41,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
     if args.robust is not None:
         if args.robust < 1:
             raise ConfigError(f"--robust {args.robust}: must be a positive number of trace seeds")
-        from dse.search import robust as rb
-        from dse.search.runner import evaluate_design
+        from dse.search.front import robust as rb
+        from dse.search.execute.runner import evaluate_design
         if res.candidates():
             robust = rb.robust_knees(res, rb.seed_variants(cfg, args.robust), evaluate_design, jobs=args.jobs)
     rows = None

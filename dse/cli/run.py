@@ -22,7 +22,7 @@ def add_study_args(p: argparse.ArgumentParser) -> None:
 
 
 def study_from_args(args: argparse.Namespace, *, trials: int | None = None):
-    from dse.search.study import load_study
+    from dse.search.study.study import load_study
     return load_study(args.study, model=args.model, seed=args.seed, trials=trials, storage=args.storage)
 
 
@@ -53,15 +53,15 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dse.search.runner import run_study
-    from dse.search.workers import release_workers
+    from dse.search.execute.runner import run_study
+    from dse.search.execute.workers import release_workers
     from dse.cli.jobs import bounded_jobs
     args.jobs = bounded_jobs(args.jobs)
     if args.scheduler is not None and args.backend != "dask":
         raise ConfigError(f"--scheduler {args.scheduler!r}: only with --backend dask")
     cfg = study_from_args(args, trials=args.trials)
     if args.backend == "loky" and args.jobs != 1:
-        from dse.search.workers import prestart
+        from dse.search.execute.workers import prestart
         prestart(args.jobs)           # the workers start while this process imports and opens the storage
     progress = not args.no_progress and sys.stderr.isatty()
     lines = None if progress or args.no_progress else BatchLines(cfg.name)
@@ -147,8 +147,8 @@ class BatchLines:
 def _knee_summary(cfg, res=None) -> dict:
     """The front and knee of the study (``res``: its results as the run holds them; None: read
     back from the storage)."""
-    from dse.search.quality import knee_moved
-    from dse.search.results import load_results
+    from dse.search.review.quality import knee_moved
+    from dse.search.study.results import load_results
     res = res if res is not None else load_results(cfg)
     k = res.knee()
     if k is None:

@@ -45,7 +45,7 @@ def _copy(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from dse.distributed.copy import list_studies
-    from dse.search.storage import mask_url
+    from dse.search.storage.storage import mask_url
     rows = list_studies(args.url)
     if args.json:
         print(dumps([r.__dict__ for r in rows]))

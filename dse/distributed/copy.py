@@ -18,7 +18,7 @@ from dse.errors import ConfigError
 def open_any(url: str, *, must_exist: bool):
     """Open a storage (a URL or a plain SQLite file path); ``must_exist`` opens it read-only and
     refuses a SQLite / journal file that is not there (nothing is created or changed)."""
-    from dse.search.storage import MissingStorage, normalise_url, open_storage
+    from dse.search.storage.storage import MissingStorage, normalise_url, open_storage
     url = normalise_url(url)
     try:
         return open_storage(url, "copy", Path("results"), read_only=must_exist), url
@@ -30,7 +30,7 @@ def open_any(url: str, *, must_exist: bool):
 class StudyInfo:
     name: str
     trials: int
-    complete: int            # scored trials, whatever state they are stored in (dse.search.stored)
+    complete: int            # scored trials, whatever state they are stored in (dse.search.storage.stored)
     running: int
     waiting: int
     failed: int
@@ -40,8 +40,8 @@ class StudyInfo:
 def list_studies(url: str) -> list[StudyInfo]:
     from optuna.trial import TrialState
 
-    from dse.search.storage import quiet_optuna
-    from dse.search.stored import is_scored
+    from dse.search.storage.storage import quiet_optuna
+    from dse.search.storage.stored import is_scored
     with quiet_optuna():
         storage, _ = open_any(url, must_exist=True)
     out = []
@@ -58,7 +58,7 @@ def copy_studies(src: str, dst: str, names: list[str] | None = None, to_name: st
     """Copy studies (all, or ``names``) from ``src`` to ``dst``; returns what was copied."""
     import optuna
 
-    from dse.search.storage import mask_url, quiet_optuna
+    from dse.search.storage.storage import mask_url, quiet_optuna
     with quiet_optuna():
         src_storage, src_url = open_any(src, must_exist=True)
         available = [s.study_name for s in src_storage.get_all_studies()]

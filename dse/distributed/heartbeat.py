@@ -13,8 +13,8 @@ import threading
 from typing import Any, Callable
 
 from dse.distributed.reconnect import is_connection_error
-from dse.search import optuna_compat as oc
-from dse.search.storage import HEARTBEAT_GRACE_INTERVALS
+from dse.search.storage import optuna_compat as oc
+from dse.search.storage.storage import HEARTBEAT_GRACE_INTERVALS
 
 
 def heartbeat_interval_s(storage: Any) -> float | None:

@@ -15,12 +15,12 @@ import time
 from typing import Any, Callable
 
 from dse.distributed import quota
-from dse.search import optuna_compat as oc
-from dse.search.grid_queue import grid_queue, point_key
-from dse.search.storage import MAX_RETRY
-from dse.search.stored import is_scored
-from dse.search.study import StudyConfig
-from dse.search.trials import DesignCache
+from dse.search.storage import optuna_compat as oc
+from dse.search.execute.grid_queue import grid_queue, point_key
+from dse.search.storage.storage import MAX_RETRY
+from dse.search.storage.stored import is_scored
+from dse.search.study.study import StudyConfig
+from dse.search.execute.trials import DesignCache
 
 GRID_ATTR = "dse_grid_queued"
 LOST_COPY = "dse_lost_copy"   # system attribute of a grid point queued again by requeue_lost_points

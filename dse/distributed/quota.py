@@ -1,7 +1,7 @@
 """Exactly N complete trials, whatever the number of workers and however many of them die.
 
 A trial *holds a slot* while it is WAITING, RUNNING or COMPLETE (an evaluated infeasible, repeated
-or non-finite trial is stored PRUNED / FAIL with its values, ``dse.search.stored``: it counts as
+or non-finite trial is stored PRUNED / FAIL with its values, ``dse.search.storage.stored``: it counts as
 COMPLETE). Trial numbers are assigned
 serially by the storage (optuna locks the study row while creating a trial), so the slot of a
 trial is the number of slot-holding trials with a smaller number. A worker evaluates a trial only
@@ -17,8 +17,8 @@ from typing import Any, Iterable
 
 from optuna.trial import TrialState
 
-from dse.search import optuna_compat as oc
-from dse.search.stored import VALUES_ATTR, is_scored
+from dse.search.storage import optuna_compat as oc
+from dse.search.storage.stored import VALUES_ATTR, is_scored
 
 HOLDING = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
 

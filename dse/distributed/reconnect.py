@@ -85,7 +85,7 @@ def probe_storage(cfg) -> None:
     import sqlalchemy as sa
     from sqlalchemy.pool import NullPool
 
-    from dse.search.storage import default_url, is_journal, normalise_url
+    from dse.search.storage.storage import default_url, is_journal, normalise_url
     url = normalise_url(cfg.storage) if cfg.storage else default_url(Path(cfg.results_dir), cfg.base_name,
                                                                      create=False)
     if is_journal(url):

@@ -24,12 +24,12 @@ one host), asks trials, evaluates them and tells the results. What makes many wo
 
 * **Cost per trial**: the trial is *reserved* in the shared storage (RUNNING + heartbeat: it holds
   a slot and survives the worker's death), sampled on an in-memory mirror of the study
-  (``dse.search.mirror.StudyMirror``, synced with the other workers' finished trials every batch)
-  and written back in one transaction (``dse.search.storage.finish_trial``), instead of optuna's
+  (``dse.search.storage.mirror.StudyMirror``, synced with the other workers' finished trials every batch)
+  and written back in one transaction (``dse.search.storage.storage.finish_trial``), instead of optuna's
   one transaction per parameter, attribute and state change.
 
 Evaluation, design keys, caching and the recorded attributes are the trial lifecycle of
-``dse run`` (``dse.search.trials.Batch``), so a worker's trials are indistinguishable from its.
+``dse run`` (``dse.search.execute.trials.Batch``), so a worker's trials are indistinguishable from its.
 ``dse run`` and ``dse worker`` may share a study, but only workers guarantee the exact count.
 """
 from __future__ import annotations
@@ -51,15 +51,15 @@ from dse.distributed.queue import (ask_reserved, prune_leftover_copies, queue_gr
 from dse.distributed.reconnect import DEFAULT_BUDGET_S, Outage, is_connection_error, probe_storage
 from dse.distributed.signals import Shutdown
 from dse.errors import ConfigError, DSEError
-from dse.search import optuna_compat as oc
-from dse.search.evaluation import evaluate_design
-from dse.search.pool import EvaluationPool, quick_dispatch
-from dse.search.mirror import StudyMirror
-from dse.search.samplers import make_sampler
-from dse.search.storage import finish_trial, open_storage, open_study, quiet_optuna, storage_label
-from dse.search.stored import demote_repeats, stored_form
-from dse.search.study import StudyConfig
-from dse.search.trials import Batch, DesignCache, too_many_failures
+from dse.search.storage import optuna_compat as oc
+from dse.search.execute.evaluation import evaluate_design
+from dse.search.execute.pool import EvaluationPool, quick_dispatch
+from dse.search.storage.mirror import StudyMirror
+from dse.search.propose.samplers import make_sampler
+from dse.search.storage.storage import finish_trial, open_storage, open_study, quiet_optuna, storage_label
+from dse.search.storage.stored import demote_repeats, stored_form
+from dse.search.study.study import StudyConfig
+from dse.search.execute.trials import Batch, DesignCache, too_many_failures
 
 SURPLUS_ATTR = "dse_surplus"
 LOST_POINT_AGE_S = 10.0   # a grid point failed as stale this long ago without a copy was not re-queued

@@ -9,22 +9,27 @@ Typical use::
     res = load_results(cfg)
     res.knee().params
 
-The names are loaded on first use, so importing a light module of the package (``dse.search.expr``,
-``dse.search.space``) does not import optuna.
+The names are loaded on first use, so importing a light module of the package (``dse.search.space.expr``,
+``dse.search.space.space``) does not import optuna.
 
-Modules, bottom up: ``expr``, ``space``, ``objectives``, ``samplers``, ``storage``, ``study``
-(files and settings); ``optuna_compat`` (every private optuna API, in one place); ``evaluation``
-(evaluate a design, design keys, the process pool); ``trials`` (the one trial lifecycle,
-recording, the design cache); ``grid_queue`` (the grid sampler's queue); ``mirror`` (the sampler's in-memory study); ``runner``
-(``dse run``); ``grid`` (``dse grid``: exhaustive vectorised search); ``pareto``, ``results``,
-``export`` (reading a study back).
+Sub-packages, bottom up (each imports only those before it; ``tests/test_import_graph.py``
+holds the order):
+
+* ``storage``: storages, the stored form of a trial, every private optuna API;
+* ``space``: the design space, derived knobs and objective sets (pure: no optuna);
+* ``front``: Pareto fronts, hypervolume, knees and knee confidence;
+* ``grid``: ``dse grid``, the exhaustive vectorised search;
+* ``propose``: samplers (TPE, NSGA-II, the closed-form-guided sampler), bounds, multi-fidelity;
+* ``study``: the study file (``load_study``) and a study read back (``load_results``);
+* ``execute``: ``dse run`` (``run_study``): trials, evaluation, worker pools, warm state, progress;
+* ``review``: exported designs and the quality of a front.
 """
 from __future__ import annotations
 
 from importlib import import_module
 from typing import Any
 
-_LAZY = {"load_study": "dse.search.study", "run_study": "dse.search.runner", "load_results": "dse.search.results"}
+_LAZY = {"load_study": "dse.search.study.study", "run_study": "dse.search.execute.runner", "load_results": "dse.search.study.results"}
 
 __all__ = ["load_study", "run_study", "load_results"]
 

@@ -18,7 +18,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from dse.report import fmt
-from dse.search import pareto, quality
+from dse.search.front import pareto
+from dse.search.review import quality
 from dse.viz import report_figures as rf
 from dse.viz import study_plots as sp
 

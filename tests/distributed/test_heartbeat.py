@@ -14,7 +14,7 @@ def test_trial_without_heartbeat_is_failed_and_requeued(tmp_path):
     from optuna.trial import TrialState
 
     from dse.distributed.heartbeat import fail_stale
-    from dse.search.storage import retry_callback
+    from dse.search.storage.storage import retry_callback
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = RDBStorage(f"sqlite:///{tmp_path / 'h.db'}", heartbeat_interval=1, grace_period=1,
                          **retry_callback())

@@ -3,7 +3,7 @@
 
 * the server restarts (`pg_ctl restart -m fast`) while 3 workers run: they reconnect (bounded
   backoff, at most one line each), and the study ends with exactly its target of evaluated trials
-  (COMPLETE, or stored PRUNED / FAIL with their values: dse.search.stored), no
+  (COMPLETE, or stored PRUNED / FAIL with their values: dse.search.storage.stored), no
   design twice, nothing RUNNING or WAITING;
 * the server stays down longer than the retry budget: every worker exits 3 with one `dse: error:`
   line and no traceback; a later worker finishes the study and every trial completed before the
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from dse.search.stored import is_scored
+from dse.search.storage.stored import is_scored
 from tests.fixtures import write_distributed_study
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]

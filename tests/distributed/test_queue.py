@@ -6,8 +6,8 @@ from dataclasses import replace
 import pytest
 
 from dse.distributed.worker import run_worker
-from dse.search.study import load_study
-from dse.search.stored import is_scored
+from dse.search.study.study import load_study
+from dse.search.storage.stored import is_scored
 from tests.fixtures import write_distributed_study
 
 

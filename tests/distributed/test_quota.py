@@ -23,13 +23,13 @@ def test_quota_slots(tmp_path):
 
 def test_scored_trials_stored_pruned_or_failed_hold_slots(tmp_path):
     """An infeasible (PRUNED) or non-finite (FAIL) trial that was scored is stored with its values
-    (``dse.search.stored``) and counts as COMPLETE; a surplus PRUNED or failed trial does not.
+    (``dse.search.storage.stored``) and counts as COMPLETE; a surplus PRUNED or failed trial does not.
     Both the SQL count (RDB) and the trial scan (other storages)."""
     import optuna
     from optuna.trial import TrialState
 
     from dse.distributed import quota
-    from dse.search.stored import VALUES_ATTR
+    from dse.search.storage.stored import VALUES_ATTR
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     for storage in (f"sqlite:///{tmp_path / 's.db'}", None):
         study = optuna.create_study(storage=storage)

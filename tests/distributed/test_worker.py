@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from dse.search.stored import is_scored
-from dse.search.study import load_study
+from dse.search.storage.stored import is_scored
+from dse.search.study.study import load_study
 from tests.fixtures import write_distributed_study as write_study
 
 pytestmark = pytest.mark.slow
@@ -64,7 +64,7 @@ def wait_for(pred, timeout: float, what: str, poll: float = 0.2):
 
 
 def front_keys(study_file: Path, storage: str) -> set[str]:
-    from dse.search.results import load_results
+    from dse.search.study.results import load_results
     res = load_results(load_study(study_file, storage=storage, check_metrics=False))
     return {r.design_key for r in res.front()}
 
@@ -98,7 +98,7 @@ def test_three_workers_one_killed_exact_trials_and_same_front(tmp_path, postgres
         assert postgres_url.split(":")[2].split("@")[0] not in out + err  # password never printed
 
     ts = trials_of(study, postgres_url)
-    complete = [t for t in ts if is_scored(t)]       # infeasible ones are stored PRUNED (dse.search.stored)
+    complete = [t for t in ts if is_scored(t)]       # infeasible ones are stored PRUNED (dse.search.storage.stored)
     assert len(complete) == 300
     keys = [t.user_attrs["design_key"] for t in complete]
     assert len(set(keys)) == 300, "a design was completed twice"

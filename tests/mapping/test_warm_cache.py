@@ -55,7 +55,7 @@ def test_unit_layouts_are_bounded_in_bytes_as_their_memo_grows(monkeypatch):
     """The per-process (layout, job counts) entries are counted again after each use and dropped,
     oldest first, beyond the byte bound; the metrics do not depend on what was kept."""
     from dse.mapping import trace_mapping as tm
-    from dse.search.evaluation import evaluate_design
+    from dse.search.execute.evaluation import evaluate_design
     from dse.workload.window import BoundedCache
     design = {"trace": "synthetic", "batch": 32, "trace_steps": 8, "profile_steps": 4, "placement": "lpt"}
     free = [evaluate_design({**design, "core_side": s, "tile_width": w}, ["qwen3.5-35b-a3b"])
@@ -75,7 +75,7 @@ def test_a_layout_entry_is_counted_again_only_when_its_memo_changed(monkeypatch)
     """A design whose tables its layout's memo already holds leaves the entry's bytes as they
     were: not counted again (the count walks every array); a new tile width is counted."""
     from dse.mapping import trace_mapping as tm
-    from dse.search.evaluation import evaluate_design
+    from dse.search.execute.evaluation import evaluate_design
     from dse.workload.window import BoundedCache
     counts = []
 

@@ -23,9 +23,9 @@ def test_shipped_studies_score_a_sampled_design(path):
     per objective, and every metric the objectives and constraints read is produced."""
     import optuna
 
-    from dse.search.evaluation import evaluate_design
-    from dse.search.objectives import score
-    from dse.search.samplers import make_sampler
+    from dse.search.execute.evaluation import evaluate_design
+    from dse.search.space.objectives import score
+    from dse.search.propose.samplers import make_sampler
     cfg = load_study(path)
     study = optuna.create_study(directions=cfg.objectives.directions, sampler=make_sampler(cfg, cfg.seed))
     design = cfg.design(cfg.space.suggest(study.ask(), cfg.base_env()))
@@ -79,7 +79,7 @@ def _run_and_compare(cfg, jobs: int = 1):
     points = []
     for params in cfg.space.grid(cfg.base_env()):
         per = {m: evaluate(DesignPoint.from_dict({**cfg.base, **params, "model": m})).metrics for m in cfg.models}
-        from dse.search.objectives import score
+        from dse.search.space.objectives import score
         sc = score(per, cfg.objectives)
         if sc.feasible:
             points.append((params, sc.values))

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dse.pipeline.evaluate import evaluate
-from dse.search.space_file import load_space
+from dse.search.space.space_file import load_space
 from dse.spec import DesignPoint
 from dse.vector import Columns, evaluate_chunks, evaluate_columns
 from dse.catalog import gpu_names, model_names

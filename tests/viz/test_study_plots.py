@@ -32,8 +32,8 @@ def test_spans_decades():
 
 
 def test_front_figure_and_parallel_coordinates(quickstart_study, tmp_path):
-    from dse.search.results import load_results
-    from dse.search.study import load_study
+    from dse.search.study.results import load_results
+    from dse.search.study.study import load_study
     res = load_results(load_study(quickstart_study[0], storage=quickstart_study[2]))
     fig = sp.front_figure(res)
     ax = fig.axes[0]

@@ -1,0 +1,254 @@
+"""The closed-form-guided sampler (``[sampler] name = "guided"``): proposals chosen on the closed form.
+
+A trace-driven evaluation costs milliseconds to seconds; the vectorised closed form with its
+bounds (``dse.search.propose.fidelity.closed_form_bounds_many``, ``dse.search.propose.bounds``) costs about a
+millisecond. For each batch the sampler spends the cheap fidelity on a few thousand candidates
+and the expensive one only on the few it picks (``plan``):
+
+1. **pool**: ``pool`` candidates, a share ``mutants`` of them mutations (1 to 3 knobs drawn
+   afresh, ``dse.search.propose.draw``) of the designs on the current feasible front, the others drawn
+   uniformly over the space (all of them while there is no front); designs already proposed in
+   the study are left out;
+2. **rigorous screen**: a candidate whose closed-form bounds violate a constraint, or whose
+   objective bounds are weakly dominated by the current front (the trace-driven, feasible trials
+   before the batch), is dropped: it can never enter the front (the bounds are never better
+   than the trace-driven values; the assumption is stated in ``dse.search.propose.bounds``);
+3. **estimate** (``dse.search.propose.estimate.Estimator``): each survivor's objectives are estimated
+   as its bound times a ratio learnt from the feasible evaluated designs: a ridge regression of
+   log(value / bound) per objective on the knobs (one-hot categorical, log numeric), the log
+   bounds and the log closed-form hints (``bounds.HINTS``: the core-mesh load and contention the
+   schedule recomputes); and its probability of being feasible (the bounds cannot see the
+   core-mesh load): a ridge fit of the worst constraint value, or with ``logistic`` a
+   penalised logistic regression of the outcome; no evaluated design yet: the raw bound;
+4. **pick**: ``batch`` designs: with ``extremes``, first the best estimate of each objective
+   (with ``refine``: only if it extends the front in that objective; the front's ends weigh
+   most in its hypervolume), then greedily by the hypervolume each
+   estimate adds to the current front plus the designs already picked (a Monte Carlo estimate
+   on ``samples`` points of the normalised objective box), weighted by the candidate's
+   probability of being feasible; ties,
+   e.g. nothing adds volume, go to the smallest additive epsilon distance to that front (with
+   ``refine``, an estimate equal to a point already there, a design differing only in knobs the
+   objectives do not see, comes last). A
+   batch thus spreads along the front; a share ``explore`` of it is instead drawn at random
+   among the survivors, or with ``novelty`` taken one by one among them as the design the ratio
+   regression knows least (``estimate.leverage_picks``: a run otherwise stays in the region of
+   its first good designs, where its regression was fitted and is too pessimistic elsewhere).
+
+Everything is drawn from a generator seeded with the batch seed (``samplers.batch_seed``), and
+the plan is a function of that seed and the finished trials before the batch: a resumed study
+asks the same trials (``dse.search.execute.runner``). The plan is made at the batch's first question and
+handed out trial by trial (``sample_independent``); it is made afresh whenever the finished
+trials changed (``dse worker`` asks one trial at a time). A parameter the plan does not hold (a
+trial asked beyond the batch) is drawn at random, and so is a whole batch if no candidate
+survives the screen (then nothing the pool holds could enter the front).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from dse.search.front import pareto
+
+from dse.search.propose import draw
+from dse.search.propose.estimate import BoundMemo, Estimator, bound_arrays
+
+EPS_SAME = 1e-12             # normalised distance under which an estimate counts as already there
+DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "refine": False, "samples": 10000,
+            "ridge": 10.0, "logistic": False, "novelty": False}
+
+
+def param_key(params: Mapping[str, Any]) -> tuple:
+    """A hashable identity of a trial's parameters (the pool leaves out those already proposed)."""
+    return BoundMemo.key(params)
+
+
+class Evaluated:
+    """What the finished trials before a batch tell the plan (as told to the sampler): the
+    evaluated designs, which are feasible, and the feasible front."""
+
+    def __init__(self, cfg: Any, trials: Sequence):
+        self.known = {param_key(t.params) for t in trials}
+        done = [t for t in trials if t.state.name == "COMPLETE" and t.values is not None
+                and not t.user_attrs.get("screened") and "duplicate_of" not in t.user_attrs.get("dse", {})]
+        self.params = [dict(t.params) for t in done]
+        self.designs = [t.user_attrs.get("dse", {}).get("design") or cfg.design(t.params) for t in done]
+        self.feasible = np.array([bool(t.user_attrs.get("dse", {}).get("feasible"))
+                                  and all(math.isfinite(v) for v in t.values) for t in done], dtype=bool)
+        self.violation = np.array([max(t.constraints.values(), default=0.0) for t in done], dtype=float)
+        self.values = np.array([t.values for t in done], dtype=float).reshape(len(done), len(cfg.objectives.objectives))
+        F = pareto.to_min(self.values[self.feasible], cfg.objectives.directions)
+        keep = pareto.nondominated(F) if len(F) else np.zeros(0, dtype=bool)
+        self.front = F[keep]
+        self.front_params = [p for p, k in zip([p for p, f in zip(self.params, self.feasible) if f], keep) if k]
+
+
+def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int, mutants: float = 0.5
+               ) -> list[dict[str, Any]]:
+    """Up to ``n`` distinct new candidates: uniform draws and mutants of the front (module docstring)."""
+    base = cfg.base_env()
+    out, seen = [], set(ev.known)
+    parents = ev.front_params
+    for i in range(n):
+        if parents and rng.random() < mutants:
+            p = draw.mutant(cfg.space, base, rng, parents[int(rng.integers(len(parents)))])
+        else:
+            p = draw.uniform(cfg.space, base, rng)
+        key = param_key(p)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
+def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
+         settings: Mapping[str, Any] | None = None, memo: BoundMemo | None = None) -> list[dict[str, Any]]:
+    """The ``k`` parameter sets of the next batch (see the module docstring); ``memo`` keeps the
+    bounds of the designs picked, for the regressions of the plans after (a cache: the plan is
+    the same without it)."""
+    s = {**DEFAULTS, **(settings or {})}
+    memo = memo or BoundMemo()
+    ev = Evaluated(cfg, trials)
+    cands = candidates(cfg, ev, rng, int(s["pool"]), float(s["mutants"]))
+    designs = [cfg.design(p) for p in cands]
+    B, ok, H = bound_arrays(cfg, designs)
+    Bmin = pareto.to_min(np.where(np.isnan(B), np.inf, B), cfg.objectives.directions)
+    ok &= np.isfinite(Bmin).all(axis=1)
+    if len(ev.front):
+        ok &= ~pareto.weakly_dominated(Bmin, ev.front)
+    idx = np.flatnonzero(ok)
+    if not len(idx):
+        return [draw.uniform(cfg.space, cfg.base_env(), rng) for _ in range(k)]
+    estimator = Estimator(cfg, ev, float(s["ridge"]), bool(s["logistic"]), memo)
+    est, p_ok = estimator([cands[i] for i in idx], B[idx], H[idx])
+    n_explore = min(len(idx), int(round(float(s["explore"]) * k)))
+    picked = greedy_hv(est, ev.front, k - n_explore, rng, int(s["samples"]), p_ok,
+                       len(B[0]) if s["extremes"] else 0, bool(s["refine"]))
+    rest = np.setdiff1d(np.arange(len(idx)), picked)
+    if n_explore and len(rest) and s["novelty"]:
+        picked += [int(rest[i]) for i in estimator.novel([cands[idx[i]] for i in rest], B[idx[rest]], H[idx[rest]],
+                                                          n_explore)]
+    elif n_explore and len(rest):
+        picked += [int(i) for i in rng.choice(rest, size=min(n_explore, len(rest)), replace=False)]
+    rows = idx[picked]
+    memo.keep([designs[i] for i in rows], B[rows], ok[rows], H[rows])
+    return [cands[i] for i in rows]
+
+
+def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, samples: int,
+              weight: np.ndarray | None = None, extremes: int = 0, refine: bool = False) -> list[int]:
+    """Indices of up to ``k`` rows of ``E``: first the best row of each of the first ``extremes``
+    objectives, then one by one by the hypervolume each adds to ``F`` plus the rows picked before
+    (times its ``weight``) (Monte Carlo on ``samples`` points of the box between the
+    smallest values and the reference point, 1.1 x the front's span beyond its nadir); ties go to
+    the smallest additive epsilon distance to that set, then to the lower index. With ``refine``,
+    an extreme is taken only if it is better than ``F`` in its objective, and a row equal to one
+    of the set comes last."""
+    k = min(k, len(E))
+    if k <= 0:
+        return []
+    ref_set = F if len(F) else E
+    lo = np.minimum(E.min(axis=0), ref_set.min(axis=0))
+    hi = ref_set.max(axis=0)
+    span = np.where(hi > lo, hi - lo, 1.0)
+    ref = hi + 0.1 * span
+    X = lo + rng.random((samples, E.shape[1])) * (ref - lo)
+    X = X[~pareto.weakly_dominated(X, F)] if len(F) else X                 # the volume the front lacks
+    dom = np.ones((len(E), len(X)), dtype=bool)                     # candidate covers sample
+    for j in range(E.shape[1]):
+        dom &= E[:, j, None] <= X[None, :, j]
+    uncovered = np.ones(len(X), dtype=bool)
+    count = dom.sum(axis=1)                                         # uncovered samples each covers
+    En = (E - lo) / span
+    eps: np.ndarray | None = None                                   # distance to the set (empty: None)
+    same = np.zeros(len(E), dtype=bool)                             # equal to a row of the set
+    for s in (F - lo) / span:
+        eps, same = _closer(En, s, eps, same, refine)
+    w = np.ones(len(E)) if weight is None else weight
+    extremes = min(extremes, E.shape[1], k)
+    picked: list[int] = []
+    for _ in range(k):
+        best = -1
+        if len(picked) < extremes:                   # first the best estimate of each objective
+            j = len(picked)
+            best = int(np.lexsort((np.arange(len(E)), -w, E[:, j]))[0])
+            beyond = not refine or not len(F) or E[best, j] < F[:, j].min()   # refine: it extends the front
+            if best in picked or not beyond:
+                best = -1
+        if best < 0:
+            gain = count * w
+            gain[picked] = -1.0
+            dist = np.zeros(len(E)) if eps is None else np.where(same, np.inf, eps)
+            order = np.lexsort((np.arange(len(E)), dist, -gain))
+            best = int(order[0])
+        picked.append(best)
+        newly = dom[best] & uncovered
+        if newly.any():
+            count -= dom[:, newly].sum(axis=1)
+            uncovered &= ~newly
+        eps, same = _closer(En, En[best], eps, same, refine)
+    return picked
+
+
+def _closer(En: np.ndarray, s: np.ndarray, eps: np.ndarray | None, same: np.ndarray, refine: bool
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The additive epsilon distance of the rows of ``En`` to a set grown by row ``s`` (``eps``:
+    to the set before, None if it was empty), and whether each row equals a row of it (with
+    ``refine``)."""
+    diff = En - s
+    d = diff.max(axis=1)
+    eps = d if eps is None else np.minimum(eps, d)
+    if refine:
+        same = same | (np.abs(diff).max(axis=1) <= EPS_SAME)
+    return eps, same
+
+
+_MEMOS: dict[str, BoundMemo] = {}
+
+
+def memo_of(cfg: Any) -> BoundMemo:
+    """The ``BoundMemo`` of study ``cfg`` in this process (each batch gets a new sampler; the
+    memo outlives it; kept for the last few studies)."""
+    key = cfg.fingerprint()
+    if key not in _MEMOS and len(_MEMOS) >= 4:
+        _MEMOS.clear()
+    return _MEMOS.setdefault(key, BoundMemo())
+
+
+def make(cfg: Any, seed: int, settings: Mapping[str, Any]):
+    """The guided sampler (an optuna ``BaseSampler``, handing out ``plan``'s designs) of study ``cfg``
+    seeded with ``seed``; ``settings``: ``DEFAULTS`` keys. optuna is imported only here."""
+    import optuna
+
+    class _Guided(optuna.samplers.BaseSampler):
+        def __init__(self) -> None:
+            self.rng = np.random.default_rng(seed)
+            self.fallback = optuna.samplers.RandomSampler(seed=seed)
+            self.todo: list[dict[str, Any]] = []
+            self.basis = -1                               # finished trials the plan was made from
+            self.assigned: dict[int, dict[str, Any]] = {}
+            self.memo = memo_of(cfg)                      # bounds of the designs picked
+
+        def infer_relative_search_space(self, study, trial):
+            return {}
+
+        def sample_relative(self, study, trial, search_space):
+            return {}
+
+        def sample_independent(self, study, trial, name, distribution):
+            params = self.assigned.get(trial.number)
+            if params is None:
+                params = self.assigned[trial.number] = self._next(study)
+            if name in params:                            # legal by construction (dse.search.propose.draw)
+                return params[name]
+            return self.fallback.sample_independent(study, trial, name, distribution)
+
+        def _next(self, study) -> dict[str, Any]:
+            done = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
+            if len(done) != self.basis:
+                self.todo = plan(cfg, done, self.rng, cfg.batch, settings, self.memo)
+                self.basis = len(done)
+            return self.todo.pop(0) if self.todo else {}
+
+    return _Guided()

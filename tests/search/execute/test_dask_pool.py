@@ -1,0 +1,117 @@
+"""The Dask backend: a real cluster (a scheduler and worker processes, started here as separate
+processes) evaluates a seeded study and gives exactly the trials of ``--jobs 1``; the default
+local cluster does too; a bad scheduler address is a one-line error."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("distributed")
+
+from dse.errors import ConfigError  # noqa: E402
+from dse.search.study.results import load_results  # noqa: E402
+from dse.search.execute.runner import run_study  # noqa: E402
+from dse.search.study.study import load_study  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = """
+[study]
+space = "{root}/spaces/quickstart.toml"
+objectives = "{root}/objectives/latency-silicon.toml"
+trials = 24
+seed = 3
+batch = 8
+[sampler]
+name = "nsga2"
+population_size = 8
+[workload]
+models = ["qwen3.5-35b-a3b"]
+"""
+
+
+def _trials(cfg):
+    return [(r.number, r.params, r.values, r.feasible) for r in load_results(cfg).records]
+
+
+def _cfg(tmp_path: Path, name: str):
+    p = tmp_path / f"{name}.toml"
+    p.write_text(STUDY.format(root=ROOT))
+    return load_study(p)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """A scheduler and two single-threaded worker processes on loopback; yields its address."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    sfile = tmp_path / "scheduler.json"
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                               "--port", "0", "--no-dashboard", "--scheduler-file", str(sfile)],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        for _ in range(600):
+            if sfile.exists() and sfile.stat().st_size:
+                break
+            time.sleep(0.1)
+        import json
+        address = json.loads(sfile.read_text())["address"]
+        for _ in range(2):
+            procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                                           "--nthreads", "1", "--nworkers", "1", "--no-dashboard"],
+                                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        from distributed import Client
+        with Client(address, timeout=60) as c:
+            c.wait_for_workers(2, timeout=120)
+        yield address
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def test_real_cluster_gives_the_trials_of_jobs_1(tmp_path, cluster):
+    ref = _cfg(tmp_path, "serial")
+    run_study(ref, jobs=1)
+    cfg = _cfg(tmp_path, "dask")
+    s = run_study(cfg, backend="dask", scheduler=cluster)
+    assert s.complete == 24 and s.evaluations > 8
+    assert _trials(cfg) == _trials(ref)
+
+
+def test_local_cluster_gives_the_trials_of_jobs_1(tmp_path):
+    ref = _cfg(tmp_path, "serial")
+    run_study(ref, jobs=1, max_batches=2)
+    cfg = _cfg(tmp_path, "local")
+    run_study(cfg, backend="dask", jobs=2, max_batches=2)
+    assert len(_trials(cfg)) == 16 and _trials(cfg) == _trials(ref)
+
+
+@pytest.mark.parametrize("address", ["not an address", "tcp://host:notaport", "http://h:8786", "tcp://h:99999",
+                                     "tcp://127.0.0.1:1"])
+def test_bad_scheduler_address_is_one_line(tmp_path, address):
+    cfg = _cfg(tmp_path, "bad")
+    with pytest.raises(ConfigError) as e:
+        run_study(cfg, backend="dask", scheduler=address)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"--scheduler {address!r}")
+
+
+def test_cli_bad_scheduler_exits_2_without_traceback(tmp_path):
+    p = tmp_path / "s.toml"
+    p.write_text(STUDY.format(root=ROOT))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "dse", "run", str(p), "--backend", "dask", "--scheduler", "tcp://h:0x"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "--scheduler 'tcp://h:0x'" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "dse", "run", str(p), "--scheduler", "tcp://h:1"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "only with --backend dask" in r.stderr
