@@ -82,7 +82,7 @@ def test_report_markdown_writes_pngs_beside_it(tmp_path, quickstart_study):
 def test_report_shows_the_knee_frequency(tmp_path):
     from dse.search.front import robust
     from dse.viz.report import Figure, Table, robust_section
-    from tests.search.test_quality import fake_eval, fake_study
+    from tests.search.review.test_quality import fake_eval, fake_study
     res = fake_study(tmp_path)
     rk = robust.robust_knees(res, robust.seed_variants(res.cfg, 3), fake_eval)
     sec = robust_section(res, rk)

@@ -1,4 +1,4 @@
-"""A finished (or running) study read back: trial records, feasible Pareto front, knee, hypervolume.
+"""A finished (or running) study read back: trial records, feasible Pareto front, knee.
 
 ``load_results(cfg)`` opens the study addressed by a ``StudyConfig`` (same file, storage and
 overrides as ``dse run``) and returns ``StudyResults``. The front holds feasible, finished,
@@ -8,9 +8,8 @@ sampler (``dse.search.storage.stored.sampler_form``: an infeasible trial stored 
 record here, ``stored`` says how it is stored), so studies written before the stored form read the
 same.
 
-Hypervolume as reported by ``dse front``: objectives normalised to [0, 1] between the ideal and
-the nadir of all feasible trials (0 = best), reference point 1.1 in every objective, so the value
-lies in [0, 1.1^m] and is comparable between runs of the same study.
+Hypervolume on a stated reference point is ``dse.search.review.quality.hypervolume_on`` (what
+``dse front`` prints).
 """
 from __future__ import annotations
 
@@ -94,17 +93,6 @@ class StudyResults:
         if not fr:
             return None
         return fr[pareto.knee_index(self.F(fr))]
-
-    def hypervolume(self) -> float | None:
-        """Normalised hypervolume of the front (see the module docstring); None if no feasible trial."""
-        cand = self.candidates()
-        if not cand:
-            return None
-        Fc = self.F(cand)
-        lo, hi = Fc.min(axis=0), Fc.max(axis=0)
-        span = np.where(hi > lo, hi - lo, 1.0)
-        N = (self.F(self.front()) - lo) / span
-        return pareto.hypervolume(N, np.full(Fc.shape[1], 1.1))
 
     def record(self, number: int) -> TrialRecord:
         for r in self.records:

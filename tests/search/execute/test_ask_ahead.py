@@ -17,8 +17,8 @@ from dse.search.study.results import load_results
 from dse.search.execute.runner import run_study
 from dse.search.study.study import load_study
 from tests.fixtures import TOY_OBJECTIVES, write_study
-from tests.search.test_pool import started
-from tests.search.test_runner import fake_eval
+from tests.search.execute.test_pool import started
+from tests.search.execute.test_runner import fake_eval
 
 # 8 designs: batches of 6 repeat designs of the batch before (the cache's and the ahead path's case)
 SMALL_TOY_SPACE = """
@@ -164,7 +164,7 @@ def test_a_study_asking_ahead_killed_three_times_ends_as_an_uninterrupted_run(tm
     SIGTERM mid-batch, Ctrl-C at a batch boundary, all with --jobs 2), then resumed with --jobs 2:
     the trials, front and knee of an uninterrupted --jobs 1 run; the asked-ahead batch never
     reaches the storage before its turn."""
-    from tests.search.test_resume import BATCH, interrupted_run, outcome, write_study as write_resume_study, written
+    from tests.search.execute.test_resume import BATCH, interrupted_run, outcome, write_study as write_resume_study, written
     study = write_resume_study(tmp_path)
     study.write_text(study.read_text().replace('name = "nsga2"\npopulation_size = 8', 'name = "random"'))
     assert 'name = "random"' in study.read_text()

@@ -18,7 +18,7 @@ from dse.search.study.results import load_results  # noqa: E402
 from dse.search.execute.runner import run_study  # noqa: E402
 from dse.search.study.study import load_study  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 STUDY = """
 [study]
 space = "{root}/spaces/quickstart.toml"

@@ -17,7 +17,7 @@ import pytest
 
 from dse.search import load_results, load_study, run_study
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "tests" / "golden" / "full-96-seed0.json"
 TRIALS, JOBS = 96, 2
 

@@ -12,7 +12,7 @@ from dse.search.execute.progress import RunningFront, TrialFront, front_trials
 from dse.search.execute.runner import run_study
 from dse.search.study.study import load_study
 from tests.fixtures import TOY_OBJECTIVES, TOY_SPACE, write_study
-from tests.search.test_ask_ahead import failing_eval
+from tests.search.execute.test_ask_ahead import failing_eval
 
 
 @pytest.mark.parametrize("m", [2, 3])

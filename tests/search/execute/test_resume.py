@@ -22,7 +22,7 @@ import pytest
 
 from dse.search import load_results, load_study, run_study
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TRIALS, BATCH = 32, 8
 
 # Runs the study in this process and signals itself when it is about to tell a trial once the study

@@ -11,7 +11,7 @@ from dse.search.execute.runner import run_study
 from dse.search.study.study import load_study
 from dse.search.execute.warm import MAX_WARM_DOMAINS, domain_designs, warm_placements
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 STUDY = """
 [study]
 space = "space.toml"

@@ -17,7 +17,7 @@ from dse.search.execute.runner import run_study
 from dse.search.storage.storage import quiet_optuna
 from dse.search.study.study import load_study
 from tests.fixtures import TOY_OBJECTIVES, TOY_SPACE, write_study
-from tests.search.test_runner import fake_eval
+from tests.search.execute.test_runner import fake_eval
 
 
 def slow_eval(design, models):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from dse.search.front import robust
-from tests.search.test_quality import fake_eval, fake_study
+from tests.search.review.test_quality import fake_eval, fake_study
 
 
 

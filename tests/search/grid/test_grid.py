@@ -19,7 +19,7 @@ from dse.search.space.objectives import objectives_from_dict, score
 from dse.search.space.space_file import space_from_dict
 from dse.spec import DesignPoint
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # ~10^3 points, with a bound that depends on an earlier knob and a conditional knob
 SUB_GRID = {"params": {

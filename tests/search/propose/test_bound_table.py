@@ -16,7 +16,7 @@ from dse.search.propose import draw, estimate
 from dse.search.space.objectives import ObjectiveSet, load_objectives
 from dse.search.study.study import load_study
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FULL = load_study(ROOT / "studies" / "full.toml")
 OBJECTIVES = [load_objectives(p) for p in sorted((ROOT / "objectives").glob("*.toml"))]
 

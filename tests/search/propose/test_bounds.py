@@ -23,7 +23,7 @@ from dse.search.space.space_file import load_space
 from dse.spec import DesignPoint
 from tests.draw import DrawTrial
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FULL = load_space(ROOT / "spaces" / "full.toml")
 EXACT_REL = 1e-9
 

@@ -15,7 +15,7 @@ from dse.search.propose import draw
 from dse.search.space.space_file import load_space, space_from_dict
 from dse.search.study.study import load_study
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FULL = load_space(ROOT / "spaces" / "full.toml")
 # a log scale, floats without a step, expression bounds on two earlier knobs, a fixed knob, a condition
 ODD = space_from_dict({"params": {

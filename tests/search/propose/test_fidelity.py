@@ -17,7 +17,7 @@ from dse.search.propose.fidelity import check_fidelity
 from dse.search.space.objectives import score
 from dse.search.execute.trials import DesignCache
 from tests.fixtures import SCHEDULING_SPACE, write_study
-from tests.search.test_resume import interrupted_run, outcome
+from tests.search.execute.test_resume import interrupted_run, outcome
 
 OBJECTIVES = """
 [[objectives]]

@@ -14,9 +14,9 @@ from dse.search.front import pareto
 
 from dse.search.propose import draw, estimate, guided
 from tests.fixtures import LATENCY_POWER_OBJECTIVES
-from tests.search.test_resume import outcome
+from tests.search.execute.test_resume import outcome
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 OBJECTIVES = (ROOT / "objectives" / "full.toml").read_text()
 
 

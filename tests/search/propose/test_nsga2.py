@@ -10,7 +10,7 @@ from dse.search.propose.nsga2 import MemoNSGAIISampler
 from dse.search.storage.optuna_compat import clear_study_system_attrs
 from dse.search.execute.runner import run_study
 from dse.search.study.study import load_study
-from tests.search.test_runner import _history, _study, fake_eval
+from tests.search.execute.test_runner import _history, _study, fake_eval
 
 
 def _run(sampler_cls, population: int, batch: int, batches: int, seed: int) -> list:

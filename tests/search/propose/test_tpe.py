@@ -8,7 +8,7 @@ import pytest
 from optuna.samplers._tpe import sampler as tpe_module
 
 from dse.search.propose.tpe import MemoTPESampler
-from tests.search.test_runner import _cfg, _history, _study, fake_eval
+from tests.search.execute.test_runner import _cfg, _history, _study, fake_eval
 
 
 def _objective(trial):

@@ -15,7 +15,7 @@ from dse.errors import ConfigError
 from dse.search.storage import rdb_version
 from dse.search.storage.storage import close_storage, open_storage
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture()

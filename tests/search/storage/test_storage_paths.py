@@ -11,7 +11,7 @@ import pytest
 from dse.cli import main
 from dse.search.storage.storage import normalise_url
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUICK = ROOT / "studies/quickstart.toml"
 
 

@@ -15,9 +15,9 @@ from dse.search.storage.optuna_compat import trial_id
 from dse.search.study.results import load_results
 from dse.search.execute.runner import run_study
 from dse.search.storage.storage import open_study, quiet_optuna
-from tests.search.test_runner import _cfg, _study, fake_eval
+from tests.search.execute.test_runner import _cfg, _study, fake_eval
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # the toy space, with a repeat or two and a design infeasible for `fake_eval` (core side 8, width 8)
 SMALL = ('[params]\ncore_side = { type = "categorical", choices = [2, 8] }\n'

@@ -18,7 +18,7 @@ from dse.search.study.study import load_study
 from dse.spec import DesignPoint
 from tests.fixtures import LATENCY_POWER_OBJECTIVES
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 STUDY = """[study]
 space = "{root}/spaces/quickstart.toml"
 objectives = "{root}/objectives/{objectives}.toml"
