@@ -100,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
               f"{knee['knee_moved'][1]}): it is not settled; run more trials (--trials N)", file=sys.stderr)
     print(f"storage: {s.storage}")
     ref = cfg.command_args()
-    print(f"next: dse front {ref} | dse report {ref} -o report.html | dse export {ref} --knee -o design.toml")
+    print("next steps (one command per line):")
+    for cmd in next_commands(ref):
+        print(f"  {cmd}")
     return 0
 
 
@@ -157,3 +159,8 @@ def _knee_summary(cfg, res=None) -> dict:
     return {"front_size": len(res.front()), "knee_trial": k.number, "knee_params": k.params,
             "knee_objectives": res.objective_values(k),
             "knee_moved": None if moved is None else [moved[0].number, moved[1].number]}
+
+
+def next_commands(ref: str) -> list[str]:
+    """What a user runs after ``dse run``: each a command of its own, not a shell pipeline."""
+    return [f"dse front {ref}", f"dse report {ref} -o report.html", f"dse export {ref} --knee -o design.toml"]

@@ -23,6 +23,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from dse.viz.labels import objective_label
+
 FORMATS = ("png", "svg", "pdf")
 
 
@@ -59,11 +61,6 @@ def metadata(fmt: str) -> dict[str, Any]:
     return {}
 
 
-def objective_label(o) -> str:
-    """``name (minimise, lower is better ↓)``: never "min", which reads as minutes."""
-    return f"{o.name}  ({'minimise ↓' if o.direction == 'minimize' else 'maximise ↑'})"
-
-
 def counts_title(res) -> str:
     """Trial counts worded as `dse run` / `dse front` print them."""
     n_feas = sum(r.feasible for r in res.complete)
@@ -78,12 +75,35 @@ def spans_decades(values: np.ndarray) -> bool:
 
 
 def log_axis(ax, axis) -> None:
-    """Logarithmic axis with plain tick labels at 1, 2, 5 x 10^k (no overlapping minor labels)."""
+    """Logarithmic axis with plain, non-overlapping tick labels: 1, 2, 5 x 10^k over a short span,
+    fewer per decade over a long one (at most about seven labels), and 10^k written as a power
+    outside 0.001-9999 so that a narrow panel never runs two labels together."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
     (ax.set_xscale if axis is ax.xaxis else ax.set_yscale)("log")
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    lo, hi = sorted(abs(v) for v in axis.get_view_interval())
+    decades = math.log10(hi / lo) if lo > 0 and hi > 0 else 1.0
+    axis.set_major_locator(LogLocator(base=10, subs=log_subs(decades)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: tick_text(v)))
     axis.set_minor_formatter(NullFormatter())
+
+
+def log_subs(decades: float) -> tuple[float, ...]:
+    """Tick mantissas per decade so that a log axis spanning ``decades`` has at most ~7 labels."""
+    if decades <= 2.2:
+        return (1.0, 2.0, 5.0)
+    if decades <= 3.5:
+        return (1.0, 3.0)
+    return (1.0,)
+
+
+def tick_text(v: float) -> str:
+    """``0.5``, ``20``, ``5e-05`` -> ``5×10⁻⁵``: short labels on either side of 1."""
+    if v == 0 or 1e-3 <= abs(v) < 1e4:
+        return f"{v:g}"
+    exp = math.floor(math.log10(abs(v)) + 1e-9)
+    mant = v / 10 ** exp
+    power = f"10^{{{exp}}}"
+    return f"${power}$" if abs(mant - 1) < 1e-9 else f"${mant:g}\\times{power}$"
 
 
 def _values(res, recs) -> np.ndarray:

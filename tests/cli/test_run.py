@@ -35,4 +35,6 @@ def test_run_without_a_terminal_prints_one_line_per_batch(tmp_path, capsys):
     lines = [ln for ln in cap.err.splitlines() if ln.startswith("quickstart: ")]
     assert [ln.split(",")[0] for ln in lines] == ["quickstart: 2/4 trials", "quickstart: 4/4 trials"]
     assert all("trials/s" in ln and "ETA" in ln and "feasible" in ln and "front" in ln for ln in lines)
-    assert f"next: dse front {study} --storage {url}" in cap.out or "next: dse front studies/quickstart.toml" in cap.out
+    nxt = cap.out.split("next steps (one command per line):\n", 1)[1].splitlines()
+    assert [ln.split()[:2] for ln in nxt] == [["dse", "front"], ["dse", "report"], ["dse", "export"]]
+    assert all("|" not in ln and f"quickstart.toml --storage {url}" in ln for ln in nxt)   # no pipeline

@@ -37,7 +37,8 @@ def test_front_figure_and_parallel_coordinates(quickstart_study, tmp_path):
     res = load_results(load_study(quickstart_study[0], storage=quickstart_study[2]))
     fig = sp.front_figure(res)
     ax = fig.axes[0]
-    assert "minimise" in ax.get_xlabel() and "(min)" not in ax.get_xlabel()
+    assert "lower is better" in ax.get_xlabel() and "(min)" not in ax.get_xlabel()
+    assert ax.get_xlabel().startswith("delivered latency (us/token)")
     texts = [t.get_text() for t in ax.texts]
     assert any(t.startswith(f"knee: trial {res.knee().number}") for t in texts)   # knee labelled
     assert str(len(res.complete)) in fig._suptitle.get_text()
