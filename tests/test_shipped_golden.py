@@ -13,6 +13,8 @@ an intended change of the physics or of the sampling, and say why in the commit:
 """
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -23,7 +25,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:                      # `python tests/test_shipped_golden.py`
     sys.path.insert(0, str(ROOT))
 
-from tests.fixtures import run_dse  # noqa: E402
+
+def run_dse(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``python -m dse ARGS`` in a fresh process whose environment holds no ``DSE_*`` setting (an
+    earlier test's ``--catalog`` leaves ``DSE_CATALOG`` in this process's environment)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSE_")}
+    return subprocess.run([sys.executable, "-m", "dse", *args], capture_output=True, text=True, cwd=cwd, env=env)
 
 GOLDEN = ROOT / "tests" / "golden" / "shipped"
 STUDIES = sorted(p.stem for p in (ROOT / "studies").glob("*.toml"))
