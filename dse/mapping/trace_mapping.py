@@ -74,7 +74,8 @@ def entry_bytes(entry: tuple) -> int:
         if isinstance(v, np.ndarray):
             while isinstance(v.base, np.ndarray):
                 v = v.base
-            seen[id(v)] = int(v.nbytes)
+            if not isinstance(v, np.memmap):      # a shared layout's pages: the kernel's to drop
+                seen[id(v)] = int(v.nbytes)
         elif isinstance(v, tuple):
             for x in v:
                 add(x)
@@ -100,6 +101,29 @@ def placement_for(wl: Workload, dom: pl.Domain, policy: str) -> np.ndarray:
     return warm_cache.placement(warm_cache.workload_digest(wl), dom, policy, make)
 
 
+_LOAD_DIGESTS: dict[int, tuple[object, str]] = {}    # id(workload) -> (workload, digest of its load)
+_LAYOUT_CODE: list[str] = []
+
+
+def shared_layout(wl: Workload, dom: pl.Domain, policy: str, slot: np.ndarray, sch: Scheduler) -> np.ndarray:
+    """The unit layout of ``wl``'s measured window on ``dom`` under ``slot``, built once per
+    study by one process and memory-mapped read-only by every other (``warm_cache.shared_array``),
+    keyed by content: the loads, the domain, the policy, the placement and the scheduler's code."""
+    if not _LAYOUT_CODE:
+        from pathlib import Path
+        from dse.mapping import scheduler
+        from dse.version import __version__
+        _LAYOUT_CODE.append(warm_cache.content_key(__version__, np.__version__,
+                                                   Path(scheduler.__file__).read_bytes()))
+    hit = _LOAD_DIGESTS.get(id(wl))
+    if hit is None or hit[0] is not wl:
+        if len(_LOAD_DIGESTS) > 64:
+            _LOAD_DIGESTS.clear()
+        hit = _LOAD_DIGESTS[id(wl)] = (wl, warm_cache.content_key(wl.load))
+    key = warm_cache.content_key("layout", _LAYOUT_CODE[0], hit[1], dom, policy, np.asarray(slot))
+    return warm_cache.shared_array(key, lambda: sch.layout(wl.load))
+
+
 def schedule_workload(wl: Workload, point, n_experts: int) -> tuple[pl.Domain, Schedule]:
     """The scheduling domain of the design and the schedule of the workload's measured window."""
     p = point
@@ -110,7 +134,7 @@ def schedule_workload(wl: Workload, point, n_experts: int) -> tuple[pl.Domain, S
     if wl.load is None:
         return dom, sch.run(wl.chunks())
     key = ("layout", wl.key, dom, p.placement)
-    entry = PLACEMENTS.get_or_make(key, lambda: (sch.layout(wl.load), {}))
+    entry = PLACEMENTS.get_or_make(key, lambda: (shared_layout(wl, dom, p.placement, slot, sch), {}))
     kept = tuple(entry[1])
     sched = sch.run_layout([entry[0]], entry[1])
     if tuple(entry[1]) != kept:        # its memo grew (or dropped tables): counted again against the bound

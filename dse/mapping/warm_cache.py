@@ -13,12 +13,22 @@ The key is content-addressed, like the traces': a digest of the profiling window
 its expert ids for co-activation), the domain, the policy, the co-activation weight, the
 package version and the source of :mod:`dse.mapping.placement` itself. A hit is therefore the
 array a fresh computation returns, bit for bit; a change to the placement code is a miss.
+
+The unit layouts of the scheduling domains (``trace_mapping.shared_layout``, the bulk of a
+domain's warm state: up to 17-28 MiB each at 512 steps) go through ``shared_array``: built once
+per study by whichever process meets the domain first (an ``O_EXCL`` lock file; a process that
+meets it meanwhile waits for the entry), written atomically (temporary file in the same folder,
+``os.replace``), then memory-mapped read-only (``np.load(mmap_mode="r", allow_pickle=False)``) by
+every process of every host that sees the folder (``DSE_WARM_CACHE_DIR``; default ``layouts``
+beside the traces). The folder is bounded (``DSE_WARM_CACHE_MB``, least recently used first); a
+full disk (ENOSPC, EFBIG) or read-only folder leaves the layout in memory, with one warning line.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
@@ -129,3 +139,197 @@ def _store(file: Path, slot: np.ndarray) -> None:
         os.replace(tmp, file)
     except OSError:
         pass                      # a read-only or full cache is only slower, never wrong
+
+
+# -- shared per-domain arrays (unit layouts): built once per study, memory-mapped by every worker --
+
+ARRAYS_DIR_ENV = "DSE_WARM_CACHE_DIR"      # a path every worker sees (several hosts: a shared one)
+ARRAYS_MB_ENV = "DSE_WARM_CACHE_MB"        # the bound of that folder, MiB (least recently used evicted)
+DEFAULT_ARRAYS_MB = 8192
+BUILD_LOG_ENV = "DSE_WARM_BUILD_LOG"       # a file each build appends a line to (tests, benchmarks)
+LOCK_WAIT_S = 120.0                        # longest wait for another process building the same entry
+LOCK_STALE_S = 600.0                       # a lock this old (or of a dead process here) is abandoned
+LOCK_POLL_S = 0.004
+BUILDS = [0]                               # builds in this process (``shared_array``'s compute calls)
+_WARNED: list[str] = []
+
+
+def arrays_dir() -> Path | None:
+    """The folder of shared per-domain arrays (None: disabled): ``DSE_WARM_CACHE_DIR``, else
+    ``layouts`` beside the trace cache (``DSE_CACHE_DIR=off`` disables both)."""
+    from dse.workload.synth_cache import CACHE_OFF
+    env = os.environ.get(ARRAYS_DIR_ENV, "").strip()
+    if env:
+        return None if env.lower() in CACHE_OFF else Path(env)
+    d = cache_dir()
+    return None if d is None else d.parent / "layouts"
+
+
+def arrays_bound_bytes() -> int:
+    v = os.environ.get(ARRAYS_MB_ENV, "").strip()
+    return (int(v) if v.isdigit() and int(v) > 0 else DEFAULT_ARRAYS_MB) << 20
+
+
+def content_key(*parts) -> str:
+    """A content address: arrays by dtype, shape and bytes, anything else by ``repr``."""
+    h = hashlib.sha256()
+    for p in parts:
+        if isinstance(p, np.ndarray):
+            a = np.ascontiguousarray(p)
+            h.update(repr((a.dtype.str, a.shape)).encode())
+            h.update(a.data)
+        else:
+            h.update(repr(p).encode())
+    return h.hexdigest()[:40]
+
+
+def shared_array(key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+    """The array of ``key`` (a ``content_key``): memory-mapped read-only from the shared folder,
+    else built by ``compute()`` in exactly one process at a time (an ``O_EXCL`` lock file; the
+    others wait for its entry), written atomically (a temporary file in the same folder, then
+    ``os.replace``) and mapped. A folder that cannot be written (full disk, read-only) degrades to
+    the array in memory, with one warning line per process; a damaged entry is a miss."""
+    d = arrays_dir()
+    if d is None:
+        return _build(key, compute)
+    file = d / f"{key}.npy"
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        hit = _map(file)
+        if hit is not None:
+            return hit
+        got = _lock(d, key)
+        if got is True:
+            try:
+                hit = _map(file)                   # written between the miss and the lock
+                if hit is not None:
+                    return hit
+                a = _build(key, compute)
+                if not _store_shared(file, a):
+                    return a
+                _evict(d, arrays_bound_bytes(), keep=file)
+                return _map(file, touch=False) if file.exists() else a
+            finally:
+                _unlock(d, key)
+        if got is None or time.monotonic() > deadline:
+            return _build(key, compute)           # no lock to be had: this process builds its own
+        if _stale(d / f".{key}.lock"):
+            _unlock(d, key)
+            continue
+        time.sleep(LOCK_POLL_S)
+
+
+def _build(key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+    BUILDS[0] += 1
+    log = os.environ.get(BUILD_LOG_ENV)
+    if log:
+        try:
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                os.write(fd, f"{key} {os.getpid()}\n".encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+    return compute()
+
+
+def _map(file: Path, touch: bool = True) -> np.ndarray | None:
+    try:
+        a = np.load(file, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if touch:
+        try:
+            os.utime(file)                         # least recently used: by modification time
+        except OSError:
+            pass
+    return a
+
+
+def _lock(d: Path, key: str) -> bool | None:
+    """True: this process holds the entry's build lock; False: another one does; None: no lock
+    can be made here (the folder cannot be written)."""
+    import socket
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        fd = os.open(d / f".{key}.lock", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        _warn(d, exc)
+        return None
+    try:
+        os.write(fd, f"{socket.gethostname()} {os.getpid()}".encode())
+    except OSError:
+        pass                          # an empty lock: abandoned by age only (``_stale``)
+    finally:
+        os.close(fd)
+    return True
+
+
+def _unlock(d: Path, key: str) -> None:
+    try:
+        os.unlink(d / f".{key}.lock")
+    except OSError:
+        pass
+
+
+def _stale(lock: Path) -> bool:
+    """A lock of a process of this host that is gone, or older than ``LOCK_STALE_S``."""
+    import socket
+    try:
+        parts = lock.read_text().split()
+        if len(parts) == 2 and parts[0] == socket.gethostname() and parts[1].isdigit() \
+                and int(parts[1]) != os.getpid():
+            os.kill(int(parts[1]), 0)
+        return time.time() - lock.stat().st_mtime > LOCK_STALE_S
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+
+
+def _store_shared(file: Path, a: np.ndarray) -> bool:
+    tmp = file.with_name(f".{file.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            np.save(fh, np.ascontiguousarray(a), allow_pickle=False)
+        os.replace(tmp, file)
+        return True
+    except OSError as exc:            # ENOSPC, EFBIG, EDQUOT, read-only: computed in memory instead
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        _warn(file.parent, exc)
+        return False
+
+
+def _warn(d: Path, exc: OSError) -> None:
+    if not _WARNED:
+        _WARNED.append(str(d))
+        import sys
+        print(f"dse: warning: shared warm cache {d}: {exc.strerror or exc}; "
+              f"building warm state in memory instead", file=sys.stderr, flush=True)
+
+
+def _evict(d: Path, bound: int, keep: Path) -> None:
+    """Delete the least recently used entries until the folder holds at most ``bound`` bytes
+    (a mapped entry stays readable by the processes that mapped it)."""
+    try:
+        entries = [(e.stat().st_mtime, e.stat().st_size, e.path) for e in os.scandir(d)
+                   if e.name.endswith(".npy") and not e.name.startswith(".")]
+    except OSError:
+        return
+    total = sum(s for _, s, _ in entries)
+    for _, size, path in sorted(entries):
+        if total <= bound:
+            break
+        if path == str(keep):
+            continue
+        try:
+            os.unlink(path)
+            total -= size
+        except OSError:
+            pass

@@ -2,6 +2,8 @@
 or domain is a miss; a corrupt file is recomputed."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -142,3 +144,116 @@ def test_a_process_takes_the_bound_it_inherits_and_the_cli_refuses_a_bad_one():
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         "dse: error: DSE_LAYOUT_CACHE_MB = 'lots': must be a positive whole number of MiB per process "
         "(default 1024)"]
+
+
+# -- shared per-domain arrays ---------------------------------------------------------------------
+
+def _shared_env(tmp_path, monkeypatch, mb=None):
+    monkeypatch.setenv("DSE_WARM_CACHE_DIR", str(tmp_path / "shared"))
+    monkeypatch.setenv("DSE_WARM_BUILD_LOG", str(tmp_path / "builds.log"))
+    if mb is not None:
+        monkeypatch.setenv("DSE_WARM_CACHE_MB", str(mb))
+    monkeypatch.setattr(warm_cache, "_WARNED", [])
+
+
+def _builds(tmp_path) -> list[str]:
+    f = tmp_path / "builds.log"
+    return f.read_text().split("\n")[:-1] if f.exists() else []
+
+
+def test_shared_array_is_built_once_and_mapped_read_only(tmp_path, monkeypatch):
+    _shared_env(tmp_path, monkeypatch)
+    ref = np.arange(60, dtype=np.uint8).reshape(3, 4, 5)
+    key = warm_cache.content_key("t", ref)
+    a = warm_cache.shared_array(key, ref.copy)
+    b = warm_cache.shared_array(key, lambda: pytest.fail("built twice"))
+    assert isinstance(a, np.memmap) and isinstance(b, np.memmap) and not b.flags.writeable
+    assert np.array_equal(a, ref) and np.array_equal(b, ref) and len(_builds(tmp_path)) == 1
+    assert warm_cache.content_key("t", ref + 1) != key
+    assert sorted(p.name for p in (tmp_path / "shared").iterdir()) == [f"{key}.npy"]   # no lock, no temp
+
+
+def test_half_written_or_damaged_entry_is_never_read(tmp_path, monkeypatch):
+    _shared_env(tmp_path, monkeypatch)
+    ref = np.arange(12, dtype=np.int16)
+    key = warm_cache.content_key("half", ref)
+    d = tmp_path / "shared"
+    d.mkdir()
+    (d / f".{key}.npy.999.1.tmp").write_bytes(b"\x93NUMPY half")      # another writer's temp file
+    (d / f"{key}.npy").write_bytes(np.lib.format.magic(1, 0) + b"\x10\x00{'descr'")   # a damaged entry
+    a = warm_cache.shared_array(key, ref.copy)
+    assert np.array_equal(a, ref) and len(_builds(tmp_path)) == 1
+    assert np.array_equal(np.load(d / f"{key}.npy", allow_pickle=False), ref)
+
+
+@pytest.mark.parametrize("err", ["ENOSPC", "EFBIG"])
+def test_full_disk_degrades_to_memory_with_one_warning(tmp_path, monkeypatch, capsys, err):
+    import errno
+    _shared_env(tmp_path, monkeypatch)
+    real = np.save
+
+    def full(fh, *a, **k):
+        fh.write(b"\x93NUMPY partial")
+        raise OSError(getattr(errno, err), os.strerror(getattr(errno, err)))
+    monkeypatch.setattr(np, "save", full)
+    refs = [np.full((4, 4), i, dtype=np.uint8) for i in range(3)]
+    got = [warm_cache.shared_array(warm_cache.content_key("full", r), r.copy) for r in refs]
+    assert all(np.array_equal(g, r) for g, r in zip(got, refs))
+    lines = [x for x in capsys.readouterr().err.splitlines() if x]
+    assert len(lines) == 1 and lines[0].startswith("dse: warning: shared warm cache") and \
+        os.strerror(getattr(errno, err)) in lines[0]
+    assert list((tmp_path / "shared").iterdir()) == []            # neither entry nor temp nor lock
+    monkeypatch.setattr(np, "save", real)                         # space again: stored and mapped
+    again = warm_cache.shared_array(warm_cache.content_key("full", refs[0]), refs[0].copy)
+    assert isinstance(again, np.memmap) and np.array_equal(again, refs[0])
+
+
+def test_cache_is_bounded_least_recently_used_first(tmp_path, monkeypatch):
+    _shared_env(tmp_path, monkeypatch, mb=1)
+    arrays = [np.full(400_000, i, dtype=np.uint8) for i in range(4)]
+    keys = [warm_cache.content_key("lru", a) for a in arrays]
+    for i in range(2):
+        warm_cache.shared_array(keys[i], arrays[i].copy)
+        os.utime(tmp_path / "shared" / f"{keys[i]}.npy", (1000 + i, 1000 + i))
+    warm_cache.shared_array(keys[0], lambda: pytest.fail("a hit"))   # used: now the most recent
+    warm_cache.shared_array(keys[2], arrays[2].copy)                  # 1.2 MB > 1 MiB: evicts keys[1]
+    left = {p.stem for p in (tmp_path / "shared").glob("*.npy")}
+    assert left == {keys[0], keys[2]}
+
+
+def test_stale_lock_of_a_dead_process_is_taken_over(tmp_path, monkeypatch):
+    import socket
+    import subprocess
+    import sys
+    _shared_env(tmp_path, monkeypatch)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    ref = np.ones(8, dtype=np.uint8)
+    key = warm_cache.content_key("stale", ref)
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / f".{key}.lock").write_text(f"{socket.gethostname()} {dead.pid}")
+    assert np.array_equal(warm_cache.shared_array(key, ref.copy), ref)
+    assert len(_builds(tmp_path)) == 1 and not (tmp_path / "shared" / f".{key}.lock").exists()
+
+
+def _race(args):
+    folder, log, start = args
+    import time
+    os.environ["DSE_WARM_CACHE_DIR"], os.environ["DSE_WARM_BUILD_LOG"] = folder, log
+    while time.time() < start:
+        pass
+
+    def slow():
+        time.sleep(0.3)
+        return np.arange(1000, dtype=np.int32)
+    a = warm_cache.shared_array(warm_cache.content_key("race"), slow)
+    return int(a.sum())
+
+
+def test_two_processes_writing_one_key_build_it_once(tmp_path):
+    import multiprocessing as mp
+    import time
+    args = (str(tmp_path / "shared"), str(tmp_path / "builds.log"), time.time() + 1.0)
+    with mp.get_context("spawn").Pool(3) as p:
+        sums = p.map(_race, [args] * 3)
+    assert sums == [499500] * 3 and len(_builds(tmp_path)) == 1
