@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 from typing import Any, Callable, Mapping, Sequence
 
 from dse.errors import ConfigError, DSEError
@@ -25,10 +26,13 @@ _ADDRESS = re.compile(r"^(?:(tcp|tls|ws|wss)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]
 
 
 def _quiet() -> None:
-    """dask logs scheduler / worker life-cycle events at INFO on stderr: not the user's concern."""
+    """dask logs scheduler / worker life-cycle events on stderr, and a lost worker as a dozen
+    ERROR lines ("Couldn't gather keys", "Removing worker ... caused the cluster to lose"): not
+    the user's concern. The pool reports a lost worker itself, in one line (``DaskPool``)."""
     for name in ("distributed", "distributed.scheduler", "distributed.worker", "distributed.nanny",
-                 "distributed.core", "distributed.http.proxy", "distributed.comm"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+                 "distributed.core", "distributed.http.proxy", "distributed.comm", "distributed.client",
+                 "distributed.batched", "distributed.utils_perf", "tornado.application"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 class DaskPool:
@@ -44,17 +48,36 @@ class DaskPool:
         _quiet()
         self.call = call
         self.cluster = None
+        self.keys: set = set()        # keys of this pool's evaluations not yet collected
+        self.lost: list[tuple[str, int]] = []    # (worker, evaluations resubmitted), as reported
         if scheduler is None:
             n = workers if workers > 0 else (os.cpu_count() or 1)
             self.cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                                    dashboard_address=None, silence_logs=logging.ERROR)
+                                                    dashboard_address=None, silence_logs=logging.CRITICAL)
             self.client = distributed.Client(self.cluster, set_as_default=False)
         else:
             self.client = _connect(distributed, scheduler)
+        self.client.subscribe_topic("all", self._event)
+
+    def _event(self, event) -> None:
+        """A scheduler event (the client's thread): an unexpected ``remove-worker`` is a lost
+        worker, reported in one line with the evaluations of this pool it held (the scheduler
+        runs them again elsewhere; the trials stay those of ``--jobs 1``)."""
+        msg = event[1] if isinstance(event, tuple) and len(event) == 2 else None
+        if not isinstance(msg, dict) or msg.get("action") != "remove-worker" or msg.get("expected"):
+            return
+        held = set(msg.get("processing-tasks") or ()) | set(msg.get("lost-computed-tasks") or ())
+        n = len(held & self.keys)
+        worker = str(msg.get("worker", "?"))
+        self.lost.append((worker, n))
+        print(f"dse: Dask worker {worker} lost; {n} evaluation{'' if n == 1 else 's'} resubmitted",
+              file=sys.stderr, flush=True)
 
     def submit(self, fn: Callable[..., Any], design: Mapping[str, Any], models: Sequence[str], group: Any = None):
         """Start an evaluation (``group`` is ignored: dask places tasks by its own scheduler)."""
-        return self.client.submit(self.call, fn, dict(design), tuple(models), pure=False)
+        fut = self.client.submit(self.call, fn, dict(design), tuple(models), pure=False)
+        self.keys.add(fut.key)
+        return fut
 
     def pending(self, handle) -> bool:
         """True while the cluster still computes the evaluation."""
@@ -62,7 +85,9 @@ class DaskPool:
 
     def result(self, handle) -> Any:
         try:
-            return handle.result()
+            out = handle.result()
+            self.keys.discard(handle.key)
+            return out
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # a worker lost (killed, out of memory) or the scheduler gone

@@ -115,3 +115,58 @@ def test_cli_bad_scheduler_exits_2_without_traceback(tmp_path):
     r = subprocess.run([sys.executable, "-m", "dse", "run", str(p), "--scheduler", "tcp://h:1"],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 2 and "only with --backend dask" in r.stderr
+
+
+_CALLS = [0]
+
+
+def _die_once(folder: str, design, models):
+    """An evaluator that SIGKILLs its own worker process once, at its third design after the
+    test arms it (``folder/arm``: results of the two before may still wait on it for the driver
+    to gather them); otherwise ``evaluate_design``."""
+    import signal
+    import time
+    from dse.search.execute.evaluation import evaluate_design
+    time.sleep(0.02)
+    if os.path.exists(os.path.join(folder, "arm")):
+        _CALLS[0] += 1
+    if _CALLS[0] >= 3:
+        try:
+            os.close(os.open(os.path.join(folder, "killed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            pass
+        else:
+            os.kill(os.getpid(), signal.SIGKILL)
+    return evaluate_design(design, models)
+
+
+@pytest.mark.slow
+def test_a_killed_worker_costs_one_line_and_no_trial(tmp_path, monkeypatch, capfd):
+    """A local cluster's worker process SIGKILLed mid-study (in the middle of an evaluation of
+    the second batch): the run goes on, prints one line naming the worker and the evaluations
+    resubmitted (none of distributed's log lines), and its trials are those of --jobs 1."""
+    import functools
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    ref = _cfg(tmp_path, "serial")
+    run_study(ref, jobs=1)
+    capfd.readouterr()
+    cfg = _cfg(tmp_path, "killed")
+    arm = lambda _line: (tmp_path / "arm").touch()  # noqa: E731
+    run_study(cfg, backend="dask", jobs=2, evaluator=functools.partial(_die_once, str(tmp_path)), on_batch=arm)
+    err = [x for x in capfd.readouterr().err.splitlines() if x.strip()]
+    assert (tmp_path / "killed").exists()
+    assert len(err) == 1, err
+    assert err[0].startswith("dse: Dask worker tcp://") and " lost; " in err[0] and "resubmitted" in err[0]
+    assert int(err[0].split(" lost; ")[1].split()[0]) >= 1
+    assert _trials(cfg) == _trials(ref)
+
+
+def test_distributed_error_lines_of_a_lost_worker_are_silenced(capfd):
+    """What distributed logs when a worker dies while its results are gathered ("Couldn't gather
+    keys", at ERROR) is not printed once the pool quietened it: the pool's own line says it."""
+    import logging
+    from dse.search.execute.dask_pool import _quiet
+    _quiet()
+    for name in ("distributed.scheduler", "distributed.client", "distributed.worker", "distributed.nanny"):
+        logging.getLogger(name).error("Couldn't gather keys: {'x': 'memory'}")
+    assert "gather" not in capfd.readouterr().err
