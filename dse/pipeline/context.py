@@ -11,6 +11,7 @@ from typing import Any
 
 from dse.hardware.die import Link
 from dse.hardware.hierarchy import Hierarchy
+from dse.mapping.placement import Domain
 from dse.mapping.scheduler import Schedule
 from dse.mapping.sharding import Sharding
 from dse.spec import DesignPoint
@@ -31,6 +32,7 @@ class Context:
     dies: int | None = None                  # structure: pool dies (feasible mappings only)
     union: float | None = None               # routing: U(B), experts a decode step touches
     schedule: Schedule | None = None         # routing: the trace-driven schedule (None on 'catalog')
+    domain: Domain | None = None             # routing: the layer's scheduling domain (None on 'catalog')
     die_noc_loads: dict[Link, float] = field(default_factory=dict)   # network: bytes per layer per link
 
     def infeasible(self, reason: str) -> None:

@@ -10,6 +10,7 @@ routing        U(B): catalog closed form, or trace-driven placement and scheduli
 performance    t_layer, per-token latency, energy, GPU baselines, AF serving
 network        per-level communication demand and provision, round stretch, effective MFU
 delivered      schedule-aware per-token time and rate: peak x actual MFU / round stretch (Eq. 2)
+scheduled      per-token time from the rounds of the schedule (busiest job per round, spec sec. 8)
 area_power     die area (and the area budget), die and pool power
 cost           dies per wafer, yield, pool cost, $ per million tokens
 =============  ==============================================================================
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from dse.pipeline.context import Context
-from dse.pipeline.stages import area_power, cost, delivered, network, performance, routing, structure
+from dse.pipeline.stages import area_power, cost, delivered, network, performance, routing, scheduled, structure
 from dse.spec import DesignPoint
 from dse.workload.window import Workload
 
@@ -45,6 +46,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("performance", performance.run, guaranteed=performance.GUARANTEED_KEYS),
     Stage("network", network.run, guaranteed=network.GUARANTEED_KEYS),
     Stage("delivered", delivered.run, guaranteed=delivered.GUARANTEED_KEYS),
+    Stage("scheduled", scheduled.run, guaranteed=scheduled.GUARANTEED_KEYS),
     Stage("area_power", area_power.run, guaranteed=area_power.GUARANTEED_KEYS),
     Stage("cost", cost.run, guaranteed=cost.GUARANTEED_KEYS),
 )

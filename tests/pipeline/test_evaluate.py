@@ -119,9 +119,9 @@ def test_infeasible_is_a_result_with_reason():
 
 def test_stages_are_one_explicit_ordered_tuple():
     from dse.pipeline.evaluate import GUARANTEED_KEYS, HEADLINE_KEYS, STAGES
-    assert [s.name for s in STAGES] == ["structure", "routing", "performance", "network", "delivered", "area_power",
-                                        "cost"]
-    assert [s.needs_feasible for s in STAGES] == [False] + [True] * 6
+    assert [s.name for s in STAGES] == ["structure", "routing", "performance", "network", "delivered", "scheduled",
+                                        "area_power", "cost"]
+    assert [s.needs_feasible for s in STAGES] == [False] + [True] * 7
     assert GUARANTEED_KEYS[:len(HEADLINE_KEYS)] == HEADLINE_KEYS
     assert len(set(GUARANTEED_KEYS)) == len(GUARANTEED_KEYS)
 

@@ -12,7 +12,8 @@ from dse.hardware import cost
 from dse.pipeline.context import Context
 from dse.catalog import get_gpu, gpus
 
-GUARANTEED_KEYS = ("die_cost_usd", "pool_cost_usd", "usd_per_mtok", "usd_per_mtok_delivered")
+GUARANTEED_KEYS = ("die_cost_usd", "pool_cost_usd", "usd_per_mtok", "usd_per_mtok_delivered",
+                   "usd_per_mtok_scheduled")
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -30,6 +31,8 @@ def run(ctx: Context) -> dict[str, Any]:
     }
     t_del = ctx.number("ffn_us_per_token_delivered")       # the schedule-aware rate (stage delivered)
     out["usd_per_mtok_delivered"] = None if t_del is None else cost.usd_per_mtok(pool_usd, m0["pool_power_w"], t_del)
+    t_sch = ctx.number("ffn_us_per_token_scheduled")       # the rate of the rounds (stage scheduled)
+    out["usd_per_mtok_scheduled"] = None if t_sch is None else cost.usd_per_mtok(pool_usd, m0["pool_power_w"], t_sch)
     for key in gpus():
         n, t_g = ctx.number(f"{key}_dies_iso_compute"), ctx.number(f"{key}_us_per_token")
         price = getattr(C, f"gpu_price_usd_{key}", None)

@@ -34,7 +34,7 @@ def run(ctx: Context) -> dict[str, Any]:
         return {"union_experts": ctx.union, "union_source": src}
     wl = ctx.workload or workload(p, model)
     dom, sched = schedule_workload(wl, p, model.experts)
-    ctx.schedule, ctx.workload, ctx.union = sched, wl, sched.union_mean
+    ctx.schedule, ctx.workload, ctx.union, ctx.domain = sched, wl, sched.union_mean, dom
     s = sched.summary()
     nopool_bytes = latency.no_pooling_weight_bytes_per_token(model.moe_layers, s["jobs_per_layer"],
                                                              model.expert_bytes, model.router_bytes, wl.meta.batch)

@@ -1,0 +1,89 @@
+"""Scheduled time: the FFN pool's per-token time from the rounds of the schedule (spec section 8).
+
+Per job the spec charges max(t_compute, t_weight_read) + t_comm. Per scheduled round, the time of
+its busiest PE tile (``docs/model/scheduled-time.md`` has the derivation and the limits):
+
+    t_round(r) = max(t_read x sigma, n_r x t_tok) + n_r x t_io
+
+* t_read: one pass of a unit over its own D_used columns at its own read bandwidth, plus the fixed
+  pulse overhead (= ``t_layer_us``);
+* n_r: tokens of the round's busiest job (``dse.mapping.rounds``: the jobs' real tokens, not a
+  full w-token slot); t_tok = 2 x unit bytes / unit peak FLOPS per token of a job;
+* t_io: the unit port's time per token of a job (FP8 activations in, BF16 partials out per chunk);
+* sigma: the round stretch of that (step, layer)'s own multicast: 1 without a multicast stream,
+  else hop factor x max(1, streams x stream GB/s / core-mesh bisection), with the step's most
+  streams on any core (instead of one p99 constant for every round, direct pooling included).
+
+A (step, layer) runs rho rounds (the scheduler's critical path) plus, once, the dispatch of its
+activations and the reduction of its partials over the Die NoC, D2D and node links
+(``level_comm_us``: bytes per layer over each level's provision). Layers run pipelined over the
+pool's dies: the pool finishes a token every
+
+    t_token = sum over (step, layer) of t(s, l) x tiles of the layer / (pool tiles x B x steps)
+
+Pure functions, units in the names; the ``scheduled`` stage wires them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dse.units import BYTES_PER_GB, FLOPS_PER_GFLOP, US_PER_S
+
+
+def job_compute_us_per_token(unit_weight_bytes: float, unit_gflops: float) -> float:
+    """Time a PE tile needs per token of a job: 2 FLOP per weight byte of its unit at peak (us)."""
+    return 2.0 * unit_weight_bytes / (unit_gflops * FLOPS_PER_GFLOP) * US_PER_S
+
+
+def job_io_us_per_token(io_bytes_per_token: float, port_gbps: float) -> float:
+    """Time the unit port needs per token of a job (activations in, partials out) (us)."""
+    return io_bytes_per_token / (port_gbps * BYTES_PER_GB) * US_PER_S
+
+
+def level_comm_us(loads: list[float], t_layer_us_: float) -> float:
+    """Once per (step, layer): each level's bytes per layer over its provision. A level's load is
+    demand / provision with demand = bytes per layer / t_layer, so its time is load x t_layer."""
+    return sum(max(0.0, x) for x in loads) * t_layer_us_
+
+
+def round_stretch_per_step(streams_max: np.ndarray, hop_factor: float, stream_gbps: float,
+                           provision_gbps: float) -> np.ndarray:
+    """sigma of every (step, layer): 1 without multicast, else hop factor x contention factor of its
+    own most concurrent streams."""
+    s = np.asarray(streams_max, dtype=float)
+    contention = np.maximum(1.0, s * stream_gbps / provision_gbps)
+    return np.where(s > 0, hop_factor * contention, 1.0)
+
+
+def step_layer_us(leads: np.ndarray, rounds: np.ndarray, read_us: np.ndarray, compute_us_per_token: float,
+                  io_us_per_token: float, level_us: float) -> np.ndarray:
+    """t(s, l) [steps, layers] (us): sum over the rho rounds of t_round, plus ``level_us`` when any.
+
+    ``leads`` [w, s, l]: K_n, rounds whose busiest job carries >= n tokens; ``rounds`` rho; a step
+    keeps its first (densest) rho rounds: K_n -> min(K_n, rho). With f(n) = max(a, n b) + n c and
+    every kept round leading with >= 1 token: sum_r f(n_r) = rho f(0) + sum_n K_n (f(n) - f(n-1))."""
+    rho = np.asarray(rounds, dtype=float)
+    a = np.asarray(read_us, dtype=float) * np.ones_like(rho)
+    total = rho * a
+    prev = a
+    for n in range(1, leads.shape[0] + 1):
+        f = np.maximum(a, n * compute_us_per_token) + n * io_us_per_token
+        total = total + np.minimum(leads[n - 1], rho) * (f - prev)
+        prev = f
+    return total + np.where(rho > 0, level_us, 0.0)
+
+
+def ffn_us_per_token_scheduled(step_layer_us_: np.ndarray, layer_tiles: int, pool_tiles: int, batch: int) -> float:
+    """Per-token time of the pool, layers pipelined over its dies: the tile-time of every (step,
+    layer) over the pool's tiles, per token (us)."""
+    steps = step_layer_us_.shape[0]
+    return float(step_layer_us_.sum()) * layer_tiles / (pool_tiles * batch * steps)
+
+
+def ffn_step_us_scheduled(step_layer_us_: np.ndarray) -> float:
+    """A decode step's time through every layer, not pipelined (us): the mean over steps."""
+    return float(step_layer_us_.sum(axis=1).mean())
+
+
+def tokens_per_s(us_per_token: float) -> float:
+    return US_PER_S / us_per_token
