@@ -4,6 +4,13 @@ Everything works on *minimisation* arrays ``F`` (n points x m objectives): multi
 objective by -1 first (``to_min``).
 
 Knee (``knee_index``)
+    The top knee candidate of ``dse.search.front.knee``: among the local maxima of the utility
+    (signed distance to the hyperplane through robust anchors, objectives normalised by the
+    front's 10 % and 90 % quantiles), the highest. One far-off design cannot move it, unlike the
+    chord through the extremes below, which it replaced as the knee every command shows (the
+    golden files of the shipped studies were regenerated for it).
+
+Chord knee (``chord_knee_index``, the knee before; kept for comparison and its tests)
     1. Normalise the front per objective to [0, 1] (0 = best on the front, 1 = worst); an
        objective constant on the front is dropped.
     2. Take the extreme points (the best point of each objective; ties broken by the sum of the
@@ -89,7 +96,17 @@ def normalise(F: np.ndarray) -> np.ndarray:
 
 
 def knee_index(F: np.ndarray) -> int:
-    """Index (into ``F``, a front in minimisation form) of the knee; see the module docstring."""
+    """Index (into ``F``, a front in minimisation form) of the knee: the top knee candidate
+    (``dse.search.front.knee``; grouping does not change the top design)."""
+    from dse.search.front.knee import knee_candidates
+    F = np.asarray(F, dtype=float)
+    if len(F) == 0:
+        raise ValueError("empty front")
+    return int(knee_candidates(F).top)
+
+
+def chord_knee_index(F: np.ndarray) -> int:
+    """Index (into ``F``, a front in minimisation form) of the chord knee; see the module docstring."""
     F = np.asarray(F, dtype=float)
     if len(F) == 0:
         raise ValueError("empty front")

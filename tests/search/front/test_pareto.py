@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dse.search.front import pareto
-from dse.search.front.pareto import _hv_slicing, hypervolume, knee_index, nondominated, to_min
+from dse.search.front.pareto import _hv_slicing, hypervolume, nondominated, to_min
+from dse.search.front.pareto import chord_knee_index as knee_index   # the chord knee (before issue 32)
 
 
 def _dominates(a, b) -> bool:
@@ -100,3 +101,21 @@ def test_knee_degenerate_cases():
     assert knee_index(np.array([[1.0, 5.0], [2.0, 5.0], [3.0, 5.0]])) == 0   # one objective constant
     with pytest.raises(ValueError):
         knee_index(np.zeros((0, 2)))
+
+
+def test_knee_index_is_the_top_knee_candidate():
+    """``pareto.knee_index`` (the knee every command shows) is the robust top candidate: it agrees
+    with the chord knee on clear cases, is invariant to positive affine rescaling and keeps the
+    same degenerate answers."""
+    from dse.search.front.knee import knee_candidates
+    F = np.array([[0, 10], [1, 1], [3, 0.5], [10, 0]], float)
+    assert pareto.knee_index(F) == 1 == knee_candidates(F).top
+    rng = np.random.default_rng(3)
+    x = np.sort(rng.random(15))
+    F = np.column_stack([x, (1 - x) ** 3])
+    G = F * np.array([1000.0, 0.01]) + np.array([-5.0, 7.0])
+    assert pareto.knee_index(G) == pareto.knee_index(F)
+    assert pareto.knee_index(np.array([[1.0, 2.0], [1.0, 2.0]])) == 0
+    assert pareto.knee_index(np.array([[1.0, 5.0], [2.0, 5.0], [3.0, 5.0]])) == 0
+    with pytest.raises(ValueError):
+        pareto.knee_index(np.zeros((0, 2)))

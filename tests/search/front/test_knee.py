@@ -1,0 +1,108 @@
+"""Knee candidates (dse.search.front.knee): hand-made fronts with known bulges, the one-far-point
+invariance of the robust normalisation, the ambiguity flag."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dse.search.front import knee, pareto
+
+
+def two_bulges(depth_a: float = 0.10, depth_b: float = 0.06, n: int = 41) -> np.ndarray:
+    """A straight two-objective front f2 = 1 - f1 with two dents toward the ideal point: at
+    f1 = 0.3 (``depth_a``) and f1 = 0.72 (``depth_b``); every point non-dominated."""
+    x = np.linspace(0.0, 1.0, n)
+    y = 1.0 - x - depth_a * np.exp(-((x - 0.3) / 0.12) ** 2) - depth_b * np.exp(-((x - 0.72) / 0.12) ** 2)
+    F = np.column_stack([x, y])
+    assert pareto.nondominated(F).all()
+    return F
+
+
+def arch(F: np.ndarray) -> list[dict]:
+    """Designs: architecture 'a' left of f1 = 0.5, 'b' right of it; a knob that varies per point."""
+    return [{"side": "a" if x < 0.5 else "b", "other": i} for i, (x, _) in enumerate(F)]
+
+
+def test_two_bulges_give_two_candidates_in_order():
+    F = two_bulges()
+    kc = knee.knee_candidates(F)                      # no grouping: every point its own architecture
+    assert [c.index for c in kc.candidates] == [12, 29]   # f1 = 0.30 then f1 = 0.725
+    assert kc.candidates[0].score > kc.candidates[1].score
+    grouped = knee.knee_candidates(F, arch(F), ["side"])
+    assert [c.group for c in grouped.candidates] == [("a",), ("b",)]
+    assert grouped.top == 12
+    assert grouped.margin == pytest.approx(grouped.candidates[0].score - grouped.candidates[1].score)
+    assert not grouped.ambiguous
+
+
+def test_candidates_of_one_architecture_merge():
+    F = two_bulges()
+    designs = [{"side": "same"} for _ in F]
+    kc = knee.knee_candidates(F, designs, ["side"])
+    assert len(kc.candidates) == 1
+    assert kc.candidates[0].members == [12, 29]
+    assert kc.candidates[0].margin is None           # no other architecture on the front
+
+
+def test_three_objectives_two_bulges():
+    """A flat simplex front sum(f) = 1 with two dents; candidates are found in three dimensions."""
+    g = np.linspace(0, 1, 21)
+    pts = np.array([(a, b, 1 - a - b) for a in g for b in g if a + b <= 1 + 1e-12])
+    dent = 0.12 * np.exp(-np.sum((pts - [0.6, 0.2, 0.2]) ** 2, axis=1) / 0.02) + \
+        0.07 * np.exp(-np.sum((pts - [0.1, 0.2, 0.7]) ** 2, axis=1) / 0.02)
+    F = pts - dent[:, None] / 3
+    F = F[pareto.nondominated(F)]
+    kc = knee.knee_candidates(F)
+    assert len(kc.candidates) >= 2                  # the two dents first (a corner may follow)
+    np.testing.assert_allclose(F[kc.candidates[0].index] + 0.04, [0.6, 0.2, 0.2], atol=0.02)
+    np.testing.assert_allclose(F[kc.candidates[1].index] + 0.07 / 3, [0.1, 0.2, 0.7], atol=0.02)
+
+
+@pytest.mark.parametrize("far", [(-5.0, 50.0), (-0.5, 3.0), (40.0, -3.0), (2.0, -0.4)])
+def test_one_far_point_cannot_move_the_knee(far):
+    F = two_bulges()
+    top = knee.knee_candidates(F, arch(F), ["side"]).top
+    G = np.vstack([F, far])
+    assert pareto.nondominated(G).all()             # the far point is on the front too
+    kc = knee.knee_candidates(G, arch(F) + [{"side": "far", "other": -1}], ["side"])
+    assert kc.top == top
+    assert [c.group for c in kc.candidates][:2] == [("a",), ("b",)]
+
+
+def test_min_max_knee_moves_with_one_far_point():
+    """The contrast the robust normalisation exists for: pareto.knee_index (extremes) moves."""
+    F = two_bulges()
+    G = np.vstack([F, (-5.0, 50.0)])
+    assert pareto.chord_knee_index(G) != pareto.chord_knee_index(F) == 12
+
+
+def test_ambiguity_flag_below_threshold():
+    F = two_bulges(0.080, 0.078)
+    kc = knee.knee_candidates(F, arch(F), ["side"])
+    assert len(kc.candidates) == 2
+    assert kc.margin < knee.AMBIGUOUS_MARGIN and kc.ambiguous
+    clear = knee.knee_candidates(two_bulges(0.11, 0.03), arch(F), ["side"])
+    assert clear.margin > knee.AMBIGUOUS_MARGIN and not clear.ambiguous
+    assert knee.knee_candidates(F, arch(F), ["side"], threshold=kc.margin / 2).ambiguous is False
+
+
+def test_signature_rounds_scores():
+    F = two_bulges()
+    sig = knee.knee_candidates(F, arch(F), ["side"]).signature(3, 2)
+    assert [s[0] for s in sig] == [["a"], ["b"]]
+    assert all(s[1] == round(s[1], 2) for s in sig)
+
+
+def test_degenerate_fronts():
+    assert knee.knee_candidates(np.zeros((0, 2))).candidates == []
+    one = knee.knee_candidates(np.array([[1.0, 2.0]]))
+    assert one.top == 0 and one.margin is None and not one.ambiguous
+    flat = knee.knee_candidates(np.array([[1.0, 5.0], [2.0, 5.0], [3.0, 5.0]]))   # dominated rows are the
+    assert flat.top == 0                                                           # caller's; constant f2
+
+
+def test_robust_bounds_fall_back_to_min_max_when_quantiles_coincide():
+    F = np.array([[0.0, 1.0]] * 19 + [[1.0, 0.0]])
+    lo, hi = knee.robust_bounds(F)
+    np.testing.assert_allclose(lo, [0.0, 0.0])
+    np.testing.assert_allclose(hi, [1.0, 1.0])
