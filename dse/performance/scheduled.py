@@ -3,16 +3,17 @@
 Per job the spec charges max(t_compute, t_weight_read) + t_comm. Per scheduled round, the time of
 its busiest PE tile (``docs/model/scheduled-time.md`` has the derivation and the limits):
 
-    t_round(r) = max(t_read x sigma, n_r x t_tok) + n_r x t_io
+    t_round(r) = max(t_mcast, n_r x t_tok) + n_r x t_io
 
 * t_read: one pass of a unit over its own D_used columns at its own read bandwidth, plus the fixed
   pulse overhead (= ``t_layer_us``);
 * n_r: tokens of the round's busiest job (``dse.mapping.rounds``: the jobs' real tokens, not a
   full w-token slot); t_tok = 2 x unit bytes / unit peak FLOPS per token of a job;
 * t_io: the unit port's time per token of a job (FP8 activations in, BF16 partials out per chunk);
-* sigma: the round stretch of that (step, layer)'s own multicast: 1 without a multicast stream,
-  else hop factor x max(1, streams x stream GB/s / core-mesh bisection), with the step's most
-  streams on any core (instead of one p99 constant for every round, direct pooling included).
+* t_mcast: the read part under that (step, layer)'s own multicast: t_read without a multicast
+  stream, else hop factor x max(t_read, streams x unit bytes / core-mesh bisection), with the
+  step's most streams on any core (instead of one p99 stretch for every round, direct pooling
+  included); its ratio to t_read is the round's stretch.
 
 A (step, layer) runs rho rounds (the scheduler's critical path) plus, once, the dispatch of its
 activations and the reduction of its partials over the Die NoC, D2D and node links
@@ -46,13 +47,17 @@ def level_comm_us(loads: list[float], t_layer_us_: float) -> float:
     return sum(max(0.0, x) for x in loads) * t_layer_us_
 
 
-def round_stretch_per_step(streams_max: np.ndarray, hop_factor: float, stream_gbps: float,
-                           provision_gbps: float) -> np.ndarray:
-    """sigma of every (step, layer): 1 without multicast, else hop factor x contention factor of its
-    own most concurrent streams."""
+def multicast_us_per_stream(unit_weight_bytes: float, provision_gbps: float) -> float:
+    """Time one multicast stream's bytes (a unit's read-out) take over the core mesh's bisection (us)."""
+    return unit_weight_bytes / (provision_gbps * BYTES_PER_GB) * US_PER_S
+
+
+def round_read_us(read_us: float, streams_max: np.ndarray, hop_factor: float, stream_us: float) -> np.ndarray:
+    """The read part of a round of every (step, layer) (us): ``read_us`` without multicast, else
+    hop factor x max(read_us, streams x ``stream_us``): the deeper tree, and the bisection carrying
+    that step's most concurrent streams of one core."""
     s = np.asarray(streams_max, dtype=float)
-    contention = np.maximum(1.0, s * stream_gbps / provision_gbps)
-    return np.where(s > 0, hop_factor * contention, 1.0)
+    return np.where(s > 0, hop_factor * np.maximum(read_us, s * stream_us), read_us)
 
 
 def step_layer_us(leads: np.ndarray, rounds: np.ndarray, read_us: np.ndarray, compute_us_per_token: float,

@@ -29,8 +29,8 @@ def _resources(core_units, groups_of_core, pooling):
 
 
 def step_layer_times(n, slot, core_units, groups_of_core, w, pooling, fetch, depth, par):
-    """t[s][l] in us. n[s][l][e] loads; par: read_us, hop, stream_gbps, provision_gbps, tok_us, io_us,
-    level_us."""
+    """t[s][l] in us. n[s][l][e] loads; par: read_us, hop, stream_us (one multicast stream's bytes
+    over the core's bisection), tok_us, io_us, level_us."""
     S, L, E = len(n), len(n[0]), len(n[0][0])
     res = _resources(core_units, groups_of_core, pooling)
     out = [[0.0] * L for _ in range(S)]
@@ -59,11 +59,11 @@ def step_layer_times(n, slot, core_units, groups_of_core, w, pooling, fetch, dep
         rho = osch._prefetch(per_step_x, [len(u) for u in res], depth) if fetch == "load_aware" else fifo
         for s in range(S):
             smax = streams_of_step[s]
-            sigma = 1.0 if smax == 0 else par["hop"] * max(1.0, smax * par["stream_gbps"] / par["provision_gbps"])
+            read = par["read_us"] if smax == 0 else par["hop"] * max(par["read_us"], smax * par["stream_us"])
             t = 0.0
             for r in range(rho[s]):
                 big = max((x[r] for x in leads_of_step[s] if r < len(x)), default=0)
-                t += max(par["read_us"] * sigma, big * par["tok_us"]) + big * par["io_us"]
+                t += max(read, big * par["tok_us"]) + big * par["io_us"]
             if rho[s] > 0:
                 t += par["level_us"]
             out[s][l] = t

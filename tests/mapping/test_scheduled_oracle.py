@@ -29,8 +29,8 @@ from tests.mapping.test_scheduler import _oracle_domain, _random_trace, cases
 REL = 1e-9
 
 params = st.fixed_dictionaries({
-    "read_us": st.floats(0.1, 100.0), "hop": st.floats(1.0, 2.0), "stream_gbps": st.floats(1.0, 100.0),
-    "provision_gbps": st.floats(10.0, 500.0), "tok_us": st.floats(0.0, 60.0), "io_us": st.floats(0.0, 5.0),
+    "read_us": st.floats(0.1, 100.0), "hop": st.floats(1.0, 2.0), "stream_us": st.floats(0.0, 60.0),
+    "tok_us": st.floats(0.0, 60.0), "io_us": st.floats(0.0, 5.0),
     "level_us": st.floats(0.0, 20.0)})
 
 
@@ -38,8 +38,8 @@ def vectorised(loads, dom, slot, w, pooling, fetch, depth, par, layer_tiles, poo
     sch = Scheduler(dom, slot, w, pooling, fetch, depth)
     sched = sch.run([loads])
     leads, smax = rounds.round_profile(sch, sch.layout(loads))
-    sigma = scheduled.round_stretch_per_step(smax, par["hop"], par["stream_gbps"], par["provision_gbps"])
-    t = scheduled.step_layer_us(leads, sched.rounds, par["read_us"] * sigma, par["tok_us"], par["io_us"],
+    read = scheduled.round_read_us(par["read_us"], smax, par["hop"], par["stream_us"])
+    t = scheduled.step_layer_us(leads, sched.rounds, read, par["tok_us"], par["io_us"],
                                 par["level_us"])
     return scheduled.ffn_us_per_token_scheduled(t, layer_tiles, pool_tiles, batch)
 
@@ -85,8 +85,8 @@ def oracle_of(p: DesignPoint, m: dict) -> float:
                     p.layer_layout)
     slot = placement_for(wl, dom, p.placement)
     link = m["core_mesh_provision_gbps"] / p.core_side
-    par = {"read_us": m["t_layer_us"], "hop": m["stretch_hop_factor"], "stream_gbps": m["multicast_stream_gbps"],
-           "provision_gbps": m["core_mesh_provision_gbps"],
+    par = {"read_us": m["t_layer_us"], "hop": m["stretch_hop_factor"],
+           "stream_us": m["d_used_columns"] * 128 / (m["core_mesh_provision_gbps"] * 1e3),
            "tok_us": 2 * m["d_used_columns"] * 128 / (m["unit_gflops"] * 1e3),
            "io_us": m["chunks_per_unit"] * model.hidden * 3 / (link * 1e3),
            "level_us": (m["die_noc_load"] + m["d2d_load"] + m["node_load"]) * m["t_layer_us"]}

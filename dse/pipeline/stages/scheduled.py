@@ -30,12 +30,12 @@ def run(ctx: Context) -> dict[str, Any]:
     p, h, sh, m, model = ctx.point, ctx.hierarchy, ctx.sharding, ctx.metrics, ctx.model
     leads, smax = workload_profile(ctx.workload, p, dom)
     link = core.link_gbps(p.core_mesh_link_bits, p.noc_ghz)
-    sigma = scheduled.round_stretch_per_step(smax, m["stretch_hop_factor"], h.unit_read_gbps,
-                                             core.core_mesh_provision_gbps(p.core_side, link))
-    unit_bytes = sh.d_used_columns * h.t_col_ns * h.unit_read_gbps          # ns x GB/s = bytes
+    unit_bytes = sh.d_used_columns * C.column_bytes                        # the unit's weights streamed per pass
+    stream_us = scheduled.multicast_us_per_stream(unit_bytes, core.core_mesh_provision_gbps(p.core_side, link))
+    read = scheduled.round_read_us(m["t_layer_us"], smax, m["stretch_hop_factor"], stream_us)
     io_tok = unit.unit_io_bytes_per_job(sh.chunks_per_unit, model.hidden, 1, C.act_bytes_per_element,
                                         C.psum_bytes_per_element)
-    t = scheduled.step_layer_us(leads, sched.rounds, m["t_layer_us"] * sigma,
+    t = scheduled.step_layer_us(leads, sched.rounds, read,
                                 scheduled.job_compute_us_per_token(unit_bytes, h.unit_gflops),
                                 scheduled.job_io_us_per_token(io_tok, link),
                                 scheduled.level_comm_us([m[f"{lvl}_load"] for lvl in LEVELS], m["t_layer_us"]))
@@ -47,5 +47,5 @@ def run(ctx: Context) -> dict[str, Any]:
     rho = np.asarray(sched.rounds, dtype=float)
     return {"ffn_us_per_token_scheduled": t_tok, "scheduled_tokens_per_s": scheduled.tokens_per_s(t_tok),
             "ffn_step_us_scheduled": scheduled.ffn_step_us_scheduled(t),
-            "scheduled_round_stretch": float((sigma * rho).sum() / rho.sum()),
+            "scheduled_round_stretch": float((read * rho).sum() / rho.sum()) / m["t_layer_us"],
             "scheduled_mfu": flops / (ctx.dies * h.die_gflops * FLOPS_PER_GFLOP) * US_PER_S / t_tok}
