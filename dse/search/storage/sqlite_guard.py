@@ -1,9 +1,7 @@
 """SQLite study files: one-line errors for what SQLite reports late or cryptically, and one
 ``dse run`` driver per SQLite study.
 
-* ``check_sqlite_file``: a directory, a folder or file SQLite cannot write in -> one line naming
-  the file. (It never opens the file itself: closing any descriptor of a SQLite file drops the
-  POSIX locks this process's connections hold on it.)
+* (a directory, a device, a folder SQLite cannot write in: ``dse.search.storage.target``)
 * ``check_sqlite_integrity``: ``PRAGMA quick_check`` on a read-only SQLite connection; a file
   that is not SQLite, a truncated or damaged database -> one line naming the file.
 * ``sqlite_engine_kwargs``: connections in WAL mode (read-only ones that change nothing).
@@ -19,23 +17,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 from dse.errors import ConfigError
-
-def check_sqlite_file(path: Path, *, write: bool) -> None:
-    """One line naming ``path`` when it is a directory, or (``write``) in a folder or a file this
-    process cannot write."""
-    if path.is_dir():
-        raise ConfigError(f"{path}: is a directory, not a SQLite database")
-    if not write:
-        return
-    folder = path.parent
-    if not folder.is_dir():
-        raise ConfigError(f"{path}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ConfigError(f"{path}: the folder {folder} is not writable (SQLite writes its journal beside the "
-                          f"database); pass --storage in a writable place")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise ConfigError(f"{path}: the study database is not writable")
-
 
 def check_sqlite_integrity(path: Path) -> None:
     """``PRAGMA quick_check`` on a read-only connection: a truncated or damaged file is one line

@@ -32,15 +32,14 @@ from typing import Any
 from dse.errors import ConfigError
 from dse.lifetime import quiet_interrupted_cleanup
 from dse.search.storage import optuna_compat
-from dse.search.storage.sqlite_guard import check_sqlite_file, check_sqlite_integrity, sqlite_engine_kwargs
+from dse.search.storage.sqlite_guard import sqlite_engine_kwargs
 from dse.search.storage.stored import FORM_ATTR, constraint_keys, migrate, stored_form
+from dse.search.storage.target import RDB_SCHEMES, check_target, is_journal, journal_path, sqlite_path  # noqa: F401
 
 HEARTBEAT_INTERVAL_S = 10          # default; a study's ``heartbeat`` or ``dse worker --heartbeat`` sets it
 HEARTBEAT_GRACE_INTERVALS = 3      # a RUNNING trial silent for this many intervals is stale
 MAX_RETRY = 3
 SCHEMA_RACE_RETRIES = 5
-RDB_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb", "oracle", "mssql")
-_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
 class MissingStorage(ConfigError):
@@ -60,23 +59,13 @@ def default_url(results_dir: Path, stem: str, *, create: bool = True) -> str:
 def normalise_url(text: str) -> str:
     """A storage URL as given (``scheme://...``, ``journal:FILE``, ``*.log`` / ``*.jsonl``), or
     ``sqlite:///ABS_PATH`` for any other plain path."""
-    if _URL_RE.match(text) or is_journal(text):
+    if "://" in text or is_journal(text):     # anything with :// is a URL (its password masked), never a path
         return text
-    return f"sqlite:///{Path(text).expanduser().resolve()}"
-
-
-def is_journal(url: str) -> bool:
-    return url.startswith(("journal:", "file:")) or url.endswith((".log", ".jsonl"))
-
-
-def journal_path(url: str) -> Path:
-    for pre in ("journal:", "file:"):
-        if url.startswith(pre):
-            url = url[len(pre):]
-            if url.startswith("//"):
-                url = url[2:]
-            break
-    return Path(url)
+    try:
+        return f"sqlite:///{Path(text).expanduser().resolve()}"
+    except (ValueError, OSError, RuntimeError) as exc:   # a NUL byte, a symlink loop, no home folder
+        raise ConfigError(f"storage {text!r}: not a usable file path ({exc}); allowed: a file path, "
+                          f"sqlite:///FILE, postgresql://..., mysql://..., journal:FILE") from None
 
 
 class quiet_optuna(warnings.catch_warnings):
@@ -114,19 +103,14 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
 
     url = normalise_url(url_or_none) if url_or_none else \
         default_url(Path(results_dir), stem or _safe(study_name), create=not read_only)
+    check_target(url, mask_url(url), write=not read_only)    # one line, nothing created (dse.search.storage.target)
     if is_journal(url):
         return _open_journal(url, read_only)
-    given = url.split(":", 1)[0].split("+", 1)[0]
-    scheme = given.lower()
-    if scheme not in RDB_SCHEMES:
-        raise ConfigError(f"storage {mask_url(url)}: unknown URL scheme {given!r} (allowed: sqlite:///FILE or a "
-                          f"file path, postgresql://..., mysql://..., journal:FILE)")
+    scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
     db = sqlite_path(url) if scheme == "sqlite" else None
     if db is not None:
         if read_only and not db.is_file():
             raise MissingStorage(f"{db}: no such file")
-        check_sqlite_file(db, write=not read_only)
-        check_sqlite_integrity(db)
     engine_kwargs = sqlite_engine_kwargs(url, read_only) if scheme == "sqlite" else \
         {"pool_pre_ping": True, **(_read_only_pg(scheme) if read_only else {})}
     try:
@@ -151,6 +135,9 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
         msg = str(inner).strip().splitlines()[0] if str(inner).strip() else type(exc).__name__
         if read_only and ("no such table" in msg or "does not exist" in msg):
             raise MissingStorage(f"storage {mask_url(url)}: holds no study") from None
+        if "no longer compatible with the table schema" in msg:    # a server database of a newer optuna
+            raise ConfigError(f"storage {mask_url(url)}: its schema was set up by another optuna version than "
+                              f"this one ({mask_text(msg, url)[:200]}); use that optuna version") from None
         if db is not None:
             raise ConfigError(f"{db}: cannot open the study database ({msg})") from None
         hint = ("; the server's max_connections is reached: run fewer workers, or raise max_connections"
@@ -196,19 +183,8 @@ def close_storages() -> int:
 def study_sqlite_path(cfg: Any) -> Path | None:
     """The SQLite file of the study ``cfg`` (its folder created), None for other storages."""
     url = normalise_url(cfg.storage) if cfg.storage else default_url(Path(cfg.results_dir), cfg.base_name)
+    check_target(url, mask_url(url), write=True)     # before the run lock is taken beside it
     return sqlite_path(url)
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The database file of a ``sqlite:///`` URL (None for other URLs and in-memory SQLite)."""
-    if not url.lower().startswith("sqlite:"):
-        return None
-    from sqlalchemy.engine import make_url
-    try:
-        db = make_url(url).database
-    except Exception:
-        return None
-    return Path(db) if db and db != ":memory:" else None
 
 
 def _open_journal(url: str, read_only: bool):
@@ -218,8 +194,6 @@ def _open_journal(url: str, read_only: bool):
     if read_only and not path.is_file():
         raise MissingStorage(f"{path}: no such file")
     try:
-        if not read_only:
-            path.parent.mkdir(parents=True, exist_ok=True)
         from dse.search.storage.journal import ChunkedJournalFileBackend
         return JournalStorage(ChunkedJournalFileBackend(str(path)))
     except OSError as exc:
