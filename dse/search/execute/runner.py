@@ -121,7 +121,8 @@ class _Run:
         self.env = cfg.base_env()
         make_sampler(cfg, cfg.seed)   # a sampler that cannot be built (missing extra) fails before any file
         self.pool, self.tracing = None, []
-        self.blind = SAMPLERS[cfg.sampler].blind and cfg.fidelity != "multi"   # batches asked ahead
+        from dse.search.propose.guided import pipelined       # guided: pipelined, asked ahead too
+        self.blind = (SAMPLERS[cfg.sampler].blind or pipelined(cfg)) and cfg.fidelity != "multi"   # asked ahead
         if jobs != 1 and backend == "loky":   # the worker starts while the storage opens
             from dse.search.execute import warm
             self.pool = make_pool(jobs, affinity=True)

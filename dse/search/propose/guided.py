@@ -34,6 +34,15 @@ and the expensive one only on the few it picks (``plan``):
    regression knows least (``estimate.leverage_picks``: a run otherwise stays in the region of
    its first good designs, where its regression was fitted and is too pessimistic elsewhere).
 
+**Pipelined** (issue 34). The plan of batch *k + 1* reads only the results known when batch *k*
+started: the finished trials before batch *k*; batch *k*'s own designs (asked, results not
+used) are left out of the pool and counted in the pick at their estimates (those at least
+``PENDING_FEASIBLE`` likely feasible join the front the pick adds volume to, a "believer" batch).
+The plan is therefore the same whether it is made after batch *k* is told (``--jobs 1``) or
+while batch *k* is evaluated (``dse run`` with workers asks it then, so they never wait for the
+plan at the barrier): the trials are those of every ``--jobs``. The first two batches are
+planned without results.
+
 Everything is drawn from a generator seeded with the batch seed (``samplers.batch_seed``), and
 the plan is a function of that seed and the finished trials before the batch: a resumed study
 asks the same trials (``dse.search.execute.runner``). The plan is made at the batch's first question and
@@ -54,6 +63,7 @@ from dse.search.front import pareto
 from dse.search.propose import draw
 from dse.search.propose.estimate import BoundMemo, Estimator, bound_arrays
 
+PENDING_FEASIBLE = 0.5       # a pending design's estimate is believed if it is at least this likely feasible
 EPS_SAME = 1e-12             # normalised distance under which an estimate counts as already there
 DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "refine": False, "samples": 10000,
             "ridge": 10.0, "logistic": False, "novelty": False}
@@ -103,13 +113,16 @@ def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int, mutant
 
 
 def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
-         settings: Mapping[str, Any] | None = None, memo: BoundMemo | None = None) -> list[dict[str, Any]]:
+         settings: Mapping[str, Any] | None = None, memo: BoundMemo | None = None,
+         pending: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
     """The ``k`` parameter sets of the next batch (see the module docstring); ``memo`` keeps the
     bounds of the designs picked, for the regressions of the plans after (a cache: the plan is
-    the same without it)."""
+    the same without it). ``pending``: the parameters of the batch before (pipelined, see
+    ``make``), left out of the pool and believed at their estimates in the pick."""
     s = {**DEFAULTS, **(settings or {})}
     memo = memo or BoundMemo()
     ev = Evaluated(cfg, trials)
+    ev.known |= {param_key(p) for p in pending}
     cands = candidates(cfg, ev, rng, int(s["pool"]), float(s["mutants"]))
     designs = [cfg.design(p) for p in cands]
     B, ok, H = bound_arrays(cfg, designs)
@@ -123,7 +136,7 @@ def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
     estimator = Estimator(cfg, ev, float(s["ridge"]), bool(s["logistic"]), memo)
     est, p_ok = estimator([cands[i] for i in idx], B[idx], H[idx])
     n_explore = min(len(idx), int(round(float(s["explore"]) * k)))
-    picked = greedy_hv(est, ev.front, k - n_explore, rng, int(s["samples"]), p_ok,
+    picked = greedy_hv(est, believed(cfg, ev, estimator, pending), k - n_explore, rng, int(s["samples"]), p_ok,
                        len(B[0]) if s["extremes"] else 0, bool(s["refine"]))
     rest = np.setdiff1d(np.arange(len(idx)), picked)
     if n_explore and len(rest) and s["novelty"]:
@@ -134,6 +147,23 @@ def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
     rows = idx[picked]
     memo.keep([designs[i] for i in rows], B[rows], ok[rows], H[rows])
     return [cands[i] for i in rows]
+
+
+def believed(cfg: Any, ev: Evaluated, estimator: Estimator, pending: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """The front the pick adds volume to: the evaluated front, plus the estimates of the designs
+    of ``pending`` (the batch before, results not yet used) that are probably feasible
+    (``PENDING_FEASIBLE``): a pipelined plan does not pick again what the batch before covers."""
+    if not len(pending):
+        return ev.front
+    designs = [cfg.design(dict(p)) for p in pending]
+    B, ok, H = bound_arrays(cfg, designs)
+    Bmin = pareto.to_min(np.where(np.isnan(B), np.inf, B), cfg.objectives.directions)
+    idx = np.flatnonzero(ok & np.isfinite(Bmin).all(axis=1))
+    if not len(idx):
+        return ev.front
+    est, p_ok = estimator([dict(pending[i]) for i in idx], B[idx], H[idx])
+    est = est[(p_ok >= PENDING_FEASIBLE) & np.isfinite(est).all(axis=1)]
+    return np.vstack([ev.front.reshape(-1, est.shape[1]), est]) if len(est) else ev.front
 
 
 def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, samples: int,
@@ -216,17 +246,28 @@ def memo_of(cfg: Any) -> BoundMemo:
     return _MEMOS.setdefault(key, BoundMemo())
 
 
+def pipelined(cfg: Any) -> bool:
+    """Whether ``dse run`` may ask the next batch of ``cfg`` while its current one is evaluated:
+    the guided sampler, pipelined (module docstring), unless a screen (multi-fidelity) or a knee
+    phase reads the batch before; those plan each batch from every result before it."""
+    knee = getattr(cfg, "knee", None)
+    return cfg.sampler == "guided" and getattr(cfg, "fidelity", "single") != "multi" and \
+        (knee is None or knee.share <= 0)
+
+
 def make(cfg: Any, seed: int, settings: Mapping[str, Any]):
     """The guided sampler (an optuna ``BaseSampler``, handing out ``plan``'s designs) of study ``cfg``
     seeded with ``seed``; ``settings``: ``DEFAULTS`` keys. optuna is imported only here."""
     import optuna
+
+    lag = cfg.batch if pipelined(cfg) else 0          # trials whose results the plan does not read
 
     class _Guided(optuna.samplers.BaseSampler):
         def __init__(self) -> None:
             self.rng = np.random.default_rng(seed)
             self.fallback = optuna.samplers.RandomSampler(seed=seed)
             self.todo: list[dict[str, Any]] = []
-            self.basis = -1                               # finished trials the plan was made from
+            self.basis: tuple | None = None                # (finished, pending) trials of the plan
             self.assigned: dict[int, dict[str, Any]] = {}
             self.memo = memo_of(cfg)                      # bounds of the designs picked
 
@@ -239,16 +280,23 @@ def make(cfg: Any, seed: int, settings: Mapping[str, Any]):
         def sample_independent(self, study, trial, name, distribution):
             params = self.assigned.get(trial.number)
             if params is None:
-                params = self.assigned[trial.number] = self._next(study)
+                params = self.assigned[trial.number] = self._next(study, trial.number)
             if name in params:                            # legal by construction (dse.search.propose.draw)
                 return params[name]
             return self.fallback.sample_independent(study, trial, name, distribution)
 
-        def _next(self, study) -> dict[str, Any]:
-            done = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
-            if len(done) != self.basis:
-                self.todo = plan(cfg, done, self.rng, cfg.batch, settings, self.memo)
-                self.basis = len(done)
+        def _next(self, study, number: int) -> dict[str, Any]:
+            trials = study.get_trials(deepcopy=False)
+            done = [t for t in trials if t.state.is_finished()]
+            pending = []
+            if lag:                                          # pipelined: the batch before is pending
+                start = number - number % cfg.batch          # this batch's first trial
+                done = [t for t in done if t.number < start - lag]
+                pending = [t.params for t in trials if start - lag <= t.number < start
+                           or (t.number >= start and t.state.is_finished())]   # `dse worker`: others' trials
+            if (len(done), len(pending)) != self.basis:
+                self.todo = plan(cfg, done, self.rng, cfg.batch, settings, self.memo, pending)
+                self.basis = (len(done), len(pending))
             return self.todo.pop(0) if self.todo else {}
 
     return _Guided()

@@ -197,3 +197,61 @@ def test_numpy_huge_pages_are_switched_off_in_an_evaluating_process():
         assert switch(False) is False               # the previous setting: off
     finally:
         switch(before)
+
+
+GUIDED_STUDY = """
+[study]
+space = "{root}/spaces/quickstart.toml"
+objectives = "{root}/objectives/latency-silicon.toml"
+trials = 60
+seed = 5
+batch = 12
+[sampler]
+name = "guided"
+pool = 300
+samples = 2000
+[workload]
+models = ["qwen3.5-35b-a3b"]
+"""
+
+
+def _guided(d):
+    from pathlib import Path
+    d.mkdir(parents=True)
+    (d / "s.toml").write_text(GUIDED_STUDY.format(root=Path(__file__).resolve().parents[3]))
+    return load_study(d / "s.toml")
+
+
+def test_the_guided_plan_is_pipelined_and_asked_ahead_with_the_trials_of_jobs_1(tmp_path):
+    """The guided sampler plans batch k + 1 from the results before batch k (guided, "Pipelined"):
+    with workers it is asked while batch k is evaluated, and the trials are those of --jobs 1."""
+    one, two = _guided(tmp_path / "one"), _guided(tmp_path / "two")
+    s1 = run_study(one)
+    s2 = run_study(two, jobs=2)
+    assert s1.asked_ahead == 0 and s2.asked_ahead == 4
+    rows = lambda c: [(r.number, r.params, r.values) for r in load_results(c).records]  # noqa: E731
+    assert rows(one) == rows(two) and len(rows(one)) == 60
+
+
+def test_a_pipelined_plan_ignores_the_results_of_the_batch_before_and_repeats_none_of_it(tmp_path):
+    """Batch 3 of a guided study is the same whatever batch 2's designs evaluated to (here: all
+    of them made infeasible), and holds no design of batches 1-2."""
+    import json
+    from dse.search.execute.evaluation import evaluate_design
+    ref = _guided(tmp_path / "ref")
+    run_study(ref, max_batches=3)
+    recs = load_results(ref).records
+    batch2 = {json.dumps(r.design, sort_keys=True, default=str) for r in recs[12:24]}
+
+    def spoiled(design, models):
+        out = evaluate_design(design, models)
+        if json.dumps(dict(design), sort_keys=True, default=str) in batch2:
+            out = {m: {**v, "feasible": False, "infeasible_reason": "spoiled"} for m, v in out.items()}
+        return out
+    other = _guided(tmp_path / "other")
+    run_study(other, max_batches=3, evaluator=spoiled)
+    orecs = load_results(other).records
+    assert [r.feasible for r in orecs[12:24]] != [r.feasible for r in recs[12:24]]   # the results differ
+    assert [r.params for r in orecs[24:36]] == [r.params for r in recs[24:36]]       # batch 3 does not
+    earlier = {tuple(sorted(r.params.items())) for r in recs[:24]}
+    assert not earlier & {tuple(sorted(r.params.items())) for r in recs[24:36]}
