@@ -7,6 +7,11 @@ client directly: joblib's Dask backend is made for whole ``Parallel`` calls, whi
 streams designs into a batch and collects them in trial order). Results never depend on where
 an evaluation ran, so a seeded study gives the trials of ``--jobs 1``.
 
+Warm state: each scheduling domain's unit layout is built once per study into the shared folder
+of ``dse.mapping.warm_cache`` and memory-mapped by every worker. A local cluster's workers inherit
+the driver's environment; with ``--scheduler``, the driver's ``DSE_WARM_CACHE_DIR`` (a path every
+host mounts), ``DSE_WARM_CACHE_MB`` and ``DSE_WARM_BUILD_LOG`` are set in every worker by a plugin.
+
 Without an address a local cluster (a scheduler and ``workers`` worker processes, one thread
 each) starts with the run and stops with it. With an address the client joins that scheduler;
 a wrong or unreachable one is a one-line error.
@@ -21,6 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from dse.errors import ConfigError, DSEError
 
+WARM_ENV = ("DSE_WARM_CACHE_DIR", "DSE_WARM_CACHE_MB", "DSE_WARM_BUILD_LOG")   # shipped to remote workers
 CONNECT_TIMEOUT_S = 10            # how long to wait for a scheduler before giving up
 _ADDRESS = re.compile(r"^(?:(tcp|tls|ws|wss)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.\-]*)(?::(\d{1,5}))?/?$")
 
@@ -58,6 +64,9 @@ class DaskPool:
         else:
             self.client = _connect(distributed, scheduler)
         self.client.subscribe_topic("all", self._event)
+        shared = {k: os.environ[k] for k in WARM_ENV if os.environ.get(k)}
+        if shared and scheduler is not None:        # a local cluster's workers inherit them
+            self.client.register_plugin(_warm_env_plugin(distributed, shared), name="dse-warm-env")
 
     def _event(self, event) -> None:
         """A scheduler event (the client's thread): an unexpected ``remove-worker`` is a lost
@@ -100,6 +109,17 @@ class DaskPool:
         finally:
             if self.cluster is not None:
                 self.cluster.close()
+
+
+def _warm_env_plugin(distributed, env: dict[str, str]):
+    """A worker plugin setting the driver's shared warm-state settings (``WARM_ENV``) in every
+    worker of the cluster, those that join later included: each domain's layout is then built
+    once for the whole cluster in a folder every host sees (``dse.mapping.warm_cache``)."""
+
+    class WarmEnv(distributed.WorkerPlugin):
+        def setup(self, worker) -> None:
+            os.environ.update(env)
+    return WarmEnv()
 
 
 def _connect(distributed, address: str):
