@@ -126,7 +126,7 @@ def _workload_columns(knobs: Mapping[str, list], n: int) -> dict[str, np.ndarray
     """Per row: the window's ideal MFU, U(B), the occupancy bound of its domain, the model's L,
     expert and router bytes (statistics and extents looked up once per distinct value)."""
     from dse.catalog import get_model
-    keys = ("ideal", "union", "occ", "layers", "expert_bytes", "router_bytes", "core_side")
+    keys = ("ideal", "union", "occ", "layers", "expert_bytes", "router_bytes", "core_side", "jobs_tok", "fifo")
     w = {k: np.empty(n) for k in keys}
     stats: dict[tuple, Any] = {}
     models: dict[str, Any] = {}
@@ -141,6 +141,8 @@ def _workload_columns(knobs: Mapping[str, list], n: int) -> dict[str, np.ndarray
         if st is None:
             p = DesignPoint(**{f: knobs[f][i] for f in FIELD_DEFAULTS})     # validated values: as from_dict
             st = stats[key] = bounds.trace_stats(p, model)
+            stats[key, "jobs_tok"] = bounds.jobs_per_token(st, model.moe_layers, p.run_batch)
+        w["jobs_tok"][i], w["fifo"][i] = stats[key, "jobs_tok"], fetch == "fifo"
         groups = groups if groups is not None else default_pe_groups(side)
         ext = bounds.domain_extent(model.experts, side, groups, dom[2], dom[3], dom[4], dom[5])
         tiles = ext.max_group_units if pooling == "direct" else ext.max_core_units
@@ -179,10 +181,14 @@ def _mfu_cascade(out: dict[str, Column], col, has, in_row, w: Mapping[str, np.nd
     worst = col(f"{bounds.CLOSED_FORM_LEVELS[0]}_load")
     for x in [col(f"{lvl}_load") for lvl in bounds.CLOSED_FORM_LEVELS[1:]] + [0.0]:
         worst = np.where(x > worst, x, worst)
+    t_sch = bounds.scheduled_floor_us(col("t_layer_us"), col("tp_degree"), w["jobs_tok"], occ,
+                                      col("dies") * col("die_active_units"), col("ffn_compute_us_per_token"),
+                                      w["fifo"] > 0)
     upper = {"ideal_mfu": ideal, "occupancy": occ, "actual_mfu": ideal * occ, "effective_mfu": eff,
              "effective_occupancy": occ / hop, "delivered_pflops": col("pool_pflops") * eff,
-             "delivered_tokens_per_s": 1e6 / t_del}
-    lower = {"ffn_us_per_token_delivered": (t_del, reach), "round_stretch": (hop, reach),
+             "delivered_tokens_per_s": 1e6 / t_del, "scheduled_tokens_per_s": 1e6 / t_sch}
+    lower = {"ffn_us_per_token_delivered": (t_del, reach), "ffn_us_per_token_scheduled": (t_sch, reach),
+             "round_stretch": (hop, reach),
              "comm_violation": (worst - 1.0, reach), "mm2_per_occupancy": (col("network_area_mm2") * hop / occ, reach)}
     die = reach & in_row("die_area_mm2")
     die_w = np.full(len(hop), np.nan)
@@ -199,7 +205,8 @@ def _mfu_cascade(out: dict[str, Column], col, has, in_row, w: Mapping[str, np.nd
     cf = {k: col(k) for k in ("ffn_compute_us_per_token", "dies", "die_gflops", "die_read_gbps")}
     e_uj = bounds.delivered_energy_floor_uj(cf, pool_w, t_del, ideal)
     lower.update(usd_per_mtok=(cost.usd_per_mtok(col("pool_cost_usd"), pool_w, t_pub), costed),
-                 usd_per_mtok_delivered=(cost.usd_per_mtok(col("pool_cost_usd"), e_uj / t_del, t_del), costed))
+                 usd_per_mtok_delivered=(cost.usd_per_mtok(col("pool_cost_usd"), e_uj / t_del, t_del), costed),
+                 usd_per_mtok_scheduled=(cost.usd_per_mtok(col("pool_cost_usd"), pool_w, t_sch), costed))
     for k, (v, rows) in lower.items():
         _put(out, k, np.where(np.isfinite(v), v - bounds.SLACK * np.abs(v), v), rows)
     for k, v in upper.items():

@@ -78,6 +78,7 @@ KINDS: dict[str, str] = {
     "mm2_per_occupancy": LOWER, "pool_energy_uj_per_token": LOWER,
     "ideal_mfu": UPPER, "occupancy": UPPER, "actual_mfu": UPPER, "effective_mfu": UPPER,
     "effective_occupancy": UPPER, "delivered_pflops": UPPER, "delivered_tokens_per_s": UPPER,
+    "ffn_us_per_token_scheduled": LOWER, "usd_per_mtok_scheduled": LOWER, "scheduled_tokens_per_s": UPPER,
 }
 CLOSED_FORM_LEVELS = ("unit_io", "die_noc", "d2d", "node")     # the core mesh needs the schedule
 # Closed-form values of metrics the schedule recomputes, kept as ``closed_form_<metric>``: hints
@@ -216,6 +217,24 @@ def delivered_energy_floor_uj(cf: Mapping[str, Any], pool_floor_w: float, t_deli
     return pool_floor_w * t_delivered_us + busy_w * t_peak
 
 
+def jobs_per_token(stats: TraceStats, layers: int, batch: int) -> float:
+    """Jobs of every layer of a decode step per token of the batch, over the window."""
+    return stats.total_jobs * layers / (max(1, stats.jobs.size) * batch)
+
+
+def scheduled_floor_us(t_layer_us, tp_degree, jobs_per_token_, occupancy, pool_tiles, compute_us, fifo):
+    """Lower bound of ``ffn_us_per_token_scheduled`` (``dse.performance.scheduled``), numpy-friendly.
+
+    Read: every round costs a tile at least t_layer (its pass over its weights) and a window takes
+    R >= max(rounds bound, J / P) >= J / (P x occupancy bound) rounds per layer (work conservation,
+    load-aware fetch included); with tile-time R t_layer P TP over the pool's tiles per token of
+    the batch, P cancels: t_layer x TP x jobs per token / (occupancy bound x pool tiles). Compute
+    (FIFO only: with load-aware fetch a pulled job runs in an idle slot timed by its host round):
+    every job of n tokens holds its tile >= n t_tok, which sums to the FLOPs per token at pool peak."""
+    read = t_layer_us * tp_degree * jobs_per_token_ / (occupancy * pool_tiles)
+    return np.where(np.asarray(fifo) & (compute_us > read), compute_us, read)
+
+
 def bound_metrics(cf: Mapping[str, Any], point, model: MoEModel, stats: TraceStats, extent: DomainExtent
                   ) -> dict[str, Any]:
     """Closed-form bounds (see ``KINDS``) of the trace-driven metrics of ``point`` on ``model``,
@@ -240,7 +259,12 @@ def bound_metrics(cf: Mapping[str, Any], point, model: MoEModel, stats: TraceSta
     upper = {"ideal_mfu": ideal, "occupancy": occ, "actual_mfu": ideal * occ, "effective_mfu": eff,
              "effective_occupancy": occ / hop, "delivered_pflops": cf["pool_pflops"] * eff,
              "delivered_tokens_per_s": 1e6 / t_del}
-    lower = {"ffn_us_per_token_delivered": t_del, "round_stretch": hop,
+    t_sch = float(scheduled_floor_us(cf["t_layer_us"], cf["tp_degree"],
+                                     jobs_per_token(stats, model.moe_layers, point.run_batch), occ,
+                                     cf["dies"] * cf["die_active_units"], cf["ffn_compute_us_per_token"],
+                                     point.fetch == "fifo"))
+    upper["scheduled_tokens_per_s"] = 1e6 / t_sch
+    lower = {"ffn_us_per_token_delivered": t_del, "ffn_us_per_token_scheduled": t_sch, "round_stretch": hop,
              "comm_violation": max([cf[f"{lvl}_load"] for lvl in CLOSED_FORM_LEVELS] + [0.0]) - 1.0,
              "mm2_per_occupancy": cf["network_area_mm2"] * hop / occ}
     if "die_area_mm2" in cf:
@@ -252,7 +276,8 @@ def bound_metrics(cf: Mapping[str, Any], point, model: MoEModel, stats: TraceSta
         if cf.get("pool_cost_usd") is not None:        # the cost stage ran (the design is feasible)
             e_uj = delivered_energy_floor_uj(cf, pool_w, t_del, ideal)
             lower.update(usd_per_mtok=cost.usd_per_mtok(cf["pool_cost_usd"], pool_w, t_pub),
-                         usd_per_mtok_delivered=cost.usd_per_mtok(cf["pool_cost_usd"], e_uj / t_del, t_del))
+                         usd_per_mtok_delivered=cost.usd_per_mtok(cf["pool_cost_usd"], e_uj / t_del, t_del),
+                         usd_per_mtok_scheduled=cost.usd_per_mtok(cf["pool_cost_usd"], pool_w, t_sch))
     out.update({k: _safe(v, LOWER) for k, v in lower.items()})
     out.update({k: _safe(v, UPPER) for k, v in upper.items()})
     return out
