@@ -145,7 +145,7 @@ def _store(file: Path, slot: np.ndarray) -> None:
 
 ARRAYS_DIR_ENV = "DSE_WARM_CACHE_DIR"      # a path every worker sees (several hosts: a shared one)
 ARRAYS_MB_ENV = "DSE_WARM_CACHE_MB"        # the bound of that folder, MiB (least recently used evicted)
-DEFAULT_ARRAYS_MB = 8192
+DEFAULT_ARRAYS_MB = 4096
 BUILD_LOG_ENV = "DSE_WARM_BUILD_LOG"       # a file each build appends a line to (tests, benchmarks)
 LOCK_WAIT_S = 120.0                        # longest wait for another process building the same entry
 LOCK_STALE_S = 600.0                       # a lock this old (or of a dead process here) is abandoned

@@ -30,6 +30,22 @@ def domain_key(design: Mapping[str, Any]) -> tuple:
     return tuple(str(design.get(k)) for k in DOMAIN_KNOBS)
 
 
+def layout_domain(design: Mapping[str, Any], model: str) -> tuple | None:
+    """What the unit layout that evaluating ``design`` on ``model`` builds is keyed by, as the
+    shared warm state counts domains (``dse.mapping.trace_mapping.shared_layout``, one workload):
+    (model, scheduling domain, placement policy); None for a design the spec rejects."""
+    from dse.catalog import get_model
+    from dse.mapping import placement as pl
+    from dse.spec import DesignPoint
+    try:
+        p = DesignPoint.from_dict({**design, "model": model})
+        dom = pl.domain(get_model(model).experts, p.core_side, p.groups, p.die_units_x, p.die_units_y,
+                        p.core_remainder, p.layer_layout)
+    except (DSEError, ValueError):
+        return None
+    return model, dom, p.placement
+
+
 def warm_traces(cfg, pool=None) -> None:
     """Generate the study's synthetic traces once (on-disk cache) before the first batch: each
     window (measured, profiling) of each model as its own task on ``pool``'s workers, side by

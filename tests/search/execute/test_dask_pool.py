@@ -177,7 +177,7 @@ def test_remote_workers_share_the_drivers_warm_folder(tmp_path, cluster, monkeyp
     DSE_WARM_CACHE_DIR and build log through the pool's plugin: each domain's layout is built
     once, in that folder, for the whole cluster."""
     from tests.search.execute.test_shared_warm import SPACE, STUDY as TRACE_STUDY
-    from dse.search.execute.warm import domain_key
+    from dse.search.execute.warm import layout_domain
     (tmp_path / "space.toml").write_text(SPACE)
     (tmp_path / "s.toml").write_text(TRACE_STUDY.format(root=ROOT))
     monkeypatch.setenv("DSE_WARM_CACHE_DIR", str(tmp_path / "shared"))
@@ -185,5 +185,5 @@ def test_remote_workers_share_the_drivers_warm_folder(tmp_path, cluster, monkeyp
     cfg = load_study(tmp_path / "s.toml")
     run_study(cfg, backend="dask", scheduler=cluster)
     keys = [x.split()[0] for x in (tmp_path / "builds.log").read_text().splitlines()]
-    domains = {domain_key(r.design) for r in load_results(cfg).records if r.duplicate_of is None}
+    domains = {layout_domain(r.design, cfg.models[0]) for r in load_results(cfg).records if r.duplicate_of is None}
     assert len(keys) == len(set(keys)) == len(domains) == len(list((tmp_path / "shared").glob("*.npy")))
