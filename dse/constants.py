@@ -5,8 +5,9 @@ returns value, unit, class and source; ``dse constants`` prints them all.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator, Mapping
 
 from dse.data import load_toml
 
@@ -39,6 +40,22 @@ class _Constants:
 
     def all(self) -> list[Constant]:
         return list(self._all.values())
+
+    @contextmanager
+    def overridden(self, values: Mapping[str, float]) -> Iterator[None]:
+        """Named constants set to ``values`` inside the block, restored after it (the model
+        uncertainty draws of ``dse.pipeline.uncertainty``; not thread-safe)."""
+        unknown = [k for k in values if k not in self._all]
+        if unknown:
+            raise AttributeError(f"no model constant named {unknown[0]!r} in dse/data/constants.toml")
+        old = {k: getattr(self, k) for k in values}
+        try:
+            for k, v in values.items():
+                object.__setattr__(self, k, v)
+            yield
+        finally:
+            for k, v in old.items():
+                object.__setattr__(self, k, v)
 
 
 C = _Constants()

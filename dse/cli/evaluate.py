@@ -19,7 +19,8 @@ GROUPS = {
                 "multicast_streams_mean", "multicast_streams_p99", "multicast_streams_peak",
                 "readouts_per_layer_pooled", "readouts_per_layer_unpooled", "no_pooling_weight_mb_per_token"],
     "latency": ["t_layer_us", "ffn_latency_us_per_token", "read_bound", "delivered_pflops",
-                "ffn_us_per_token_delivered", "delivered_tokens_per_s",
+                "ffn_us_per_token_delivered", "delivered_tokens_per_s", "ffn_us_per_token_scheduled",
+                "scheduled_tokens_per_s", "ffn_step_us_scheduled", "scheduled_round_stretch", "scheduled_mfu",
                 "h20_us_per_token", "speedup_vs_h20", "h100_us_per_token", "speedup_vs_h100"],
     "energy": ["weight_mb_per_token", "weight_energy_uj_per_token", "h20_weight_energy_uj_per_token"],
     "serving": ["t_attn_us", "tpot_af_us", "tpot_gpu_only_us", "af_gain"],
@@ -28,7 +29,8 @@ GROUPS = {
                       "node_demand_gbps", "node_provision_gbps", "comm_violation", "round_stretch", "effective_mfu"],
     "area / power": ["die_area_mm2", "die_area_budget_mm2", "network_area_mm2", "mm2_per_occupancy", "die_power_w",
                      "pool_power_w"],
-    "cost": ["die_cost_usd", "pool_cost_usd", "usd_per_mtok", "usd_per_mtok_delivered", "h20_usd_per_mtok",
+    "cost": ["die_cost_usd", "pool_cost_usd", "usd_per_mtok", "usd_per_mtok_delivered", "usd_per_mtok_scheduled",
+             "h20_usd_per_mtok",
              "h100_usd_per_mtok"],
 }
 
@@ -92,6 +94,11 @@ def register(sub) -> None:
     add_point_args(p)
     add_trace_args(p)
     p.add_argument("--json", action="store_true", help="one flat JSON object (knobs + metrics)")
+    p.add_argument("--uncertainty", type=int, default=0, metavar="N",
+                   help="also draw the model's unknowns (dse/data/model_uncertainty.toml) N times by a seeded "
+                        "Latin hypercube (--uncertainty-seed) and report p5 / p50 / p95 of every numeric metric "
+                        "(JSON: \"uncertainty\": {metric: {p5, p50, p95}})")
+    p.add_argument("--uncertainty-seed", type=int, default=0, metavar="S", help="seed of the draws (default 0)")
     p.set_defaults(func=run)
 
 
@@ -110,12 +117,22 @@ def windows_note(point, m: dict) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     point = point_from_args(args)
+    if args.uncertainty < 0:
+        from dse.errors import ConfigError
+        raise ConfigError(f"--uncertainty {args.uncertainty}: must be a whole number of draws >= 0")
     result = evaluate(point)
     note = windows_note(point, result.metrics)
     if note:
         print(f"dse: warning: {note}", file=sys.stderr)
+    bands = None
+    if args.uncertainty:
+        from dse.pipeline.uncertainty import point_bands
+        bands = point_bands(point, args.uncertainty, args.uncertainty_seed)
     if args.json:
-        print(dumps(result.to_json()))
+        out = result.to_json()
+        if bands is not None:
+            out["uncertainty"] = bands
+        print(dumps(out))
         return 0
     m = result.metrics
     print(f"design: model={point.model} B={point.run_batch} core_side={point.core_side} "
@@ -131,5 +148,10 @@ def run(args: argparse.Namespace) -> int:
     for k, v in m.items():
         if k not in shown and k not in ("model", "batch"):
             rows.append(("more", k, v))
-    print(table(rows, ["group", "metric", "value"], align="llr"))
+    if bands is None:
+        print(table(rows, ["group", "metric", "value"], align="llr"))
+        return 0
+    print(table([(g, k, v, *(bands.get(k, {}).get(q) for q in ("p5", "p50", "p95"))) for g, k, v in rows],
+                ["group", "metric", "value", "p5", "p50", "p95"], align="llrrrr"))
+    print(f"\np5 / p50 / p95 over {args.uncertainty} draws of the model's unknowns (dse/data/model_uncertainty.toml)")
     return 0

@@ -20,12 +20,13 @@ from dse.spec import DesignPoint
 
 DEFAULT_MODEL = "qwen3.5-35b-a3b"
 SIDES = (2, 4, 6, 8)
+DRAW: dict = {}          # knobs of a model-uncertainty draw (dse.reproduce.bands), empty otherwise
 
 
 @functools.lru_cache(maxsize=None)
 def m(**knobs):
     """Metrics of the published design on the default synthetic trace, some knobs changed."""
-    point = DesignPoint.from_dict({"model": DEFAULT_MODEL, "trace": "synthetic", **knobs})
+    point = DesignPoint.from_dict({"model": DEFAULT_MODEL, "trace": "synthetic", **DRAW, **knobs})
     return evaluate(point).metrics
 
 

@@ -59,3 +59,25 @@ def test_infeasible_json(capsys):
                          "--set", "trace=catalog")
     d = json.loads(out)
     assert rc == 0 and d["feasible"] is False and "18432" in d["infeasible_reason"] and d["t_layer_us"] is None
+
+
+def test_evaluate_uncertainty_adds_bands_of_every_numeric_metric(capsys):
+    rc, out, _ = run_cli(capsys, "evaluate", "--batch", "8", "--steps", "8", "--uncertainty", "3", "--json")
+    assert rc == 0
+    d = json.loads(out)
+    u = d["uncertainty"]
+    from dataclasses import fields
+    from dse.spec import DesignPoint
+    knobs = {f.name for f in fields(DesignPoint)}
+    numeric = {k for k, v in d.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} - knobs
+    assert numeric <= set(u) and len(numeric) > 100
+    for k, b in u.items():
+        assert list(b) == ["p5", "p50", "p95"] and b["p5"] <= b["p50"] <= b["p95"], k
+    assert u["t_layer_us"]["p5"] < u["t_layer_us"]["p95"]          # the fixed part of t_layer is drawn
+    rc2, out2, _ = run_cli(capsys, "evaluate", "--batch", "8", "--steps", "8", "--uncertainty", "3", "--json")
+    assert json.loads(out2)["uncertainty"] == u                   # seeded: the same draws
+
+
+def test_evaluate_uncertainty_refuses_a_negative_count(capsys):
+    rc, out, err = run_cli(capsys, "evaluate", "--uncertainty", "-2")
+    assert rc != 0 and err.startswith("dse: error: --uncertainty -2") and "Traceback" not in err

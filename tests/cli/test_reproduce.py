@@ -47,3 +47,22 @@ def test_reproduce_json_is_byte_identical_to_the_golden_file(capsys):
     main(["reproduce", "--json"])
     out = capsys.readouterr().out
     assert out == GOLDEN.read_text(), "dse reproduce --json changed (see this test's docstring)"
+
+
+def test_reproduce_uncertainty_bands_and_classes_every_predicted_miss(capsys):
+    """Every predicted row gets a band; every predicted miss a class (inside band / definition not
+    built / structural, never unclassified); the counts add up, in JSON and in the table's last line."""
+    rc, out, _ = run_cli(capsys, "reproduce", "--uncertainty", "2", "--json")
+    d = json.loads(out)
+    u = d["uncertainty"]
+    predicted = [r for r in d["rows"] if r["evidence"] == "predicted"]
+    assert u["predicted"] == len(predicted) and u["pass"] + u["miss"] == len(predicted)
+    misses = [r for r in predicted if r["status"] in ("miss", "error")]
+    assert sum(u["miss_classes"].values()) == len(misses) == u["miss"]
+    for r in misses:
+        assert r["miss_class"] in ("inside band", "definition not built", "structural")
+        assert r["miss_class"] == "inside band" or "not classified" not in r["miss_reason"], r["key"]
+    for r in predicted:
+        assert r["band"] is None or r["band"]["p5"] <= r["band"]["p95"]
+    rc, out, _ = run_cli(capsys, "reproduce", "--uncertainty", "2", "--only", "communication")
+    assert "model-uncertainty bands (2 draws)" in out.splitlines()[-1]

@@ -1,0 +1,103 @@
+"""Model-uncertainty bands: what the model cannot know, drawn by a seeded Latin hypercube.
+
+The parameters are one table of package data (``dse/data/model_uncertainty.toml``: name, kind,
+nominal, range, source of the range). A draw sets every sampled constant (``C.overridden``) and
+knob; ``bands`` evaluates a design once per draw and reports, for every numeric metric, the 5th,
+50th and 95th percentile over the draws. Deterministic for a given seed.
+"""
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from dse.constants import C
+from dse.data import load_toml
+
+TABLE = "model_uncertainty.toml"
+QUANTILES = {"p5": 5.0, "p50": 50.0, "p95": 95.0}
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """One parameter the model cannot know."""
+    name: str
+    kind: str            # constant | knob | input
+    nominal: float
+    low: float
+    high: float
+    unit: str
+    sampled: bool
+    source: str
+
+
+def unknowns() -> list[Unknown]:
+    """Every row of the table, in file order."""
+    return [Unknown(k, v["kind"], v["nominal"], v["low"], v["high"], v.get("unit", ""), bool(v["sampled"]),
+                    v["source"]) for k, v in load_toml(TABLE).items()]
+
+
+def latin_hypercube(n: int, dims: int, seed: int) -> np.ndarray:
+    """[n, dims] points in [0, 1): every dimension has exactly one point in each of its n strata
+    (a random place within the stratum, strata randomly paired across dimensions)."""
+    rng = np.random.default_rng(seed)
+    u = (np.arange(n)[:, None] + rng.random((n, dims))) / n
+    for j in range(dims):
+        u[:, j] = u[rng.permutation(n), j]
+    return u
+
+
+def draws(n: int, seed: int = 0) -> list[dict[str, float]]:
+    """N draws of the sampled unknowns (integer knobs floored)."""
+    rows = [u for u in unknowns() if u.sampled]
+    pts = latin_hypercube(n, len(rows), seed)
+    out = []
+    for p in pts:
+        d = {}
+        for u, x in zip(rows, p):
+            v = u.low + x * (u.high - u.low)
+            d[u.name] = int(math.floor(v)) if isinstance(u.nominal, int) else float(v)
+        out.append(d)
+    return out
+
+
+@contextmanager
+def applied(draw: Mapping[str, float]) -> Iterator[dict[str, Any]]:
+    """Inside the block the draw's constants are set; yields its knobs (for the caller's design)."""
+    kinds = {u.name: u.kind for u in unknowns()}
+    consts = {k: v for k, v in draw.items() if kinds[k] == "constant"}
+    with C.overridden(consts):
+        yield {k: v for k, v in draw.items() if kinds[k] == "knob"}
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def quantiles(samples: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """{metric: {p5, p50, p95}} of every metric numeric in every sample."""
+    keys = [k for k in samples[0] if all(is_number(s.get(k)) for s in samples)]
+    return {k: {q: float(np.percentile([float(s[k]) for s in samples], p)) for q, p in QUANTILES.items()}
+            for k in keys}
+
+
+def bands(run: Callable[[dict[str, Any]], Mapping[str, Any]], n: int, seed: int = 0) -> dict[str, dict[str, float]]:
+    """``run(knobs)`` (the draw's knobs; its constants set) once per draw -> quantiles."""
+    out = []
+    for d in draws(n, seed):
+        with applied(d) as knobs:
+            out.append(dict(run(knobs)))
+    return quantiles(out)
+
+
+def point_bands(point, n: int, seed: int = 0) -> dict[str, dict[str, float]]:
+    """Bands of every numeric metric of one design (a catalog-trace design keeps its trace)."""
+    from dse.pipeline.evaluate import evaluate
+
+    def run(knobs: dict[str, Any]) -> Mapping[str, Any]:
+        kn = knobs if point.trace == "synthetic" else {k: v for k, v in knobs.items() if k != "trace_seed"}
+        return evaluate(point.with_(**kn) if kn else point).metrics
+    return bands(run, n, seed)
