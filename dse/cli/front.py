@@ -7,7 +7,7 @@ import csv
 import io
 import sys
 
-from dse.cli.run import _int_arg, add_study_args, study_from_args
+from dse.cli.run import _int_arg, add_study_args as _study_args, study_from_args
 from dse.errors import ConfigError
 from dse.report import dumps, fit_columns, fmt, table, terminal_width
 
@@ -18,7 +18,7 @@ def register(sub) -> None:
                                    "(marked *) and its hypervolume on a stated reference point. --robust N "
                                    "re-evaluates the designs around the front under N other trace seeds and "
                                    "reports how often each is the knee.")
-    add_study_args(p)
+    add_study_args(p, pooled=True)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--csv", action="store_true", help="CSV: trial, knee, params, objectives (every column)")
     g.add_argument("--json", action="store_true", help="JSON object with front, knee, hypervolume")
@@ -28,6 +28,8 @@ def register(sub) -> None:
                         "knobs that vary, as many as fit the terminal)")
     p.add_argument("--sort", metavar="NAME", help="sort rows by this column (--sort=-NAME: descending; "
                                                   "default: the first objective, best first)")
+    p.add_argument("--candidates", type=_int_arg, default=3, metavar="N",
+                   help="knee candidates to show: the top N local knees, one per architecture (default 3)")
     r = p.add_argument_group("knee confidence")
     r.add_argument("--robust", type=_int_arg, metavar="N",
                    help="re-evaluate the designs around the front under N other synthetic-trace seeds")
@@ -38,16 +40,49 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def add_study_args(p: argparse.ArgumentParser, pooled: bool = False) -> None:
+    """The study arguments; ``pooled``: ``--storage`` repeatable (several runs of one study)."""
+    if not pooled:
+        _study_args(p)
+        return
+    p.add_argument("study", help="study TOML (studies/*.toml)")
+    p.add_argument("--storage", metavar="URL", action="append",
+                   help="optuna storage URL (default: SQLite under results/ beside the study file); repeat it to "
+                        "pool the runs of the study in several storages into one front and one knee")
+    p.add_argument("--model", help="the study on this catalog model only (a sibling study)")
+    p.add_argument("--seed", type=_int_arg, help="seed override (a sibling study)")
+
+
+def load(args: argparse.Namespace):
+    """``(cfg, results, agreement)``: one run, or with several ``--storage`` every run of the study
+    in them pooled (``dse.search.review.merge``; ``agreement`` None for one storage)."""
+    from dataclasses import replace
+    from dse.search.study.results import load_results
+    urls = args.storage or []
+    args.storage = urls[0] if len(urls) == 1 else None
+    cfg = study_from_args(args)
+    if len(urls) <= 1:
+        return cfg, load_results(cfg), None
+    from dse.search.review import merge
+    runs = merge.runs_in(cfg, urls)
+    res, origin = merge.pool(runs)
+    res = replace(res, cfg=replace(res.cfg, storage=urls[0]))
+    agree = merge.agreement(runs, res)
+    agree["origin"] = {str(k): list(v) for k, v in origin.items()}
+    return cfg, res, agree
+
+
 def run(args: argparse.Namespace) -> int:
     from dse.search.review import quality
-    from dse.search.study.results import load_results
-    cfg = study_from_args(args)
-    res = load_results(cfg)
+    cfg, res, agree = load(args)
+    if agree is not None and (args.robust is not None or args.seeds or args.models or args.trace):
+        raise ConfigError("--robust, --seeds, --models, --trace: re-evaluate one run (one --storage), not pooled runs")
     front, knee = res.front(), res.knee()
+    _, kc = quality.knee_candidates(res)
     ref = quality.study_reference(res)
     hv = quality.hypervolume_on(res, front, ref)
     robust = _robust(args, res)
-    moved = quality.knee_moved(res)
+    moved = quality.knee_settledness(res) if agree is None else None    # settledness is a run's, not a pool's
     shown = res.complete if args.all else front
     if args.json:
         out = {
@@ -61,9 +96,14 @@ def run(args: argparse.Namespace) -> int:
             "hypervolume": hv,
             "hypervolume_reference": dict(zip(cfg.objectives.names, ref.values)),
             "hypervolume_reference_source": ref.source,
-            "knee_settled": moved is None,
+            "knee_settled": moved is not None and moved["settled"],
+            **({"knee_settled_reason": moved["reason"]} if moved is not None else {}),
             "front": [res.to_json(r) for r in front],
             "knee": res.to_json(knee) if knee is not None else None,
+            "knee_candidates": quality.candidates_json(res, front, kc, args.candidates),
+            **({"runs": agree["runs"], "knee_agreement": {k: v for k, v in agree.items() if k != "origin"},
+                "pooled_trials": {str(r.number): agree["origin"][str(r.number)] for r in front}}
+               if agree is not None else {}),
             **({"trials": [res.to_json(r) for r in shown]} if args.all else {}),
         }
         if robust is not None:
@@ -81,7 +121,23 @@ def run(args: argparse.Namespace) -> int:
         print(buf.getvalue(), end="")
         return 0
     _print_text(args, res, headers, rows, front, knee, hv, ref, moved, robust)
+    _print_candidates(args, res, front, kc, agree)
     return 0
+
+
+def _print_candidates(args, res, front, kc, agree) -> None:
+    """The top knee candidates and, for pooled runs, the knee agreement."""
+    import textwrap
+    from dse.search.review import merge, quality
+    if front:
+        print(textwrap.fill(f"knee candidates (top {min(args.candidates, len(kc.candidates))} of {len(kc.candidates)} "
+                            f"local knees, one per architecture: {', '.join(kc.keys)}):", terminal_width()))
+        for line in quality.describe_candidates(res, front, kc, args.candidates):
+            print(textwrap.fill(line, terminal_width(), initial_indent="  ", subsequent_indent="     "))
+    if agree is not None:
+        print(f"pooled {len(agree['runs'])} runs: {', '.join(agree['runs'])} (trials renumbered in run order; "
+              f"--json gives each front design's run and trial)")
+        print("\n".join(merge.describe(agree)))
 
 
 def _robust(args: argparse.Namespace, res):
@@ -202,11 +258,12 @@ def _print_text(args, res, headers, rows, front, knee, hv, ref, moved, robust) -
         print(f"({len(body) - n} more columns: {', '.join(body[n:])}; choose with --columns, all with --csv)")
     ref_args = cfg.command_args()
     if knee is not None:
-        print(f"* knee: trial {knee.number} (normalised distance to the line/hyperplane through the extremes; "
+        print(f"* knee: trial {knee.number} (the top knee candidate below: largest bulge toward the ideal, "
+              f"objectives normalised by the front's 10-90 % quantiles; "
               f"export with `dse export {ref_args} --knee -o design.toml`)")
-    if moved is not None:
-        print(f"warning: the knee moved in the last fifth of the trials (trial {moved[0].number} -> "
-              f"{moved[1].number}): it is not settled; run more trials (`dse run {ref_args} --trials N`)",
+    if moved is not None and not moved["settled"]:
+        print(f"warning: the knee is not settled ({moved['reason']}); run more trials "
+              f"(`dse run {ref_args} --trials N`) or pool several seeds (`dse front ... --storage S1 --storage S2`)",
               file=sys.stderr)
     if robust is not None:
         _print_robust(res, robust)

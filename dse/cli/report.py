@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dse.cli.run import _int_arg, add_study_args, study_from_args
+from dse.cli.front import add_study_args, load
+from dse.cli.run import _int_arg
 from dse.errors import ConfigError
 
 
@@ -15,7 +16,7 @@ def register(sub) -> None:
                                    "breakdown, hypervolume against trials, knob importance, infeasibility "
                                    "reasons, knee confidence (--robust) and the model version with its "
                                    "`dse reproduce` summary. HTML embeds its figures and needs no network.")
-    add_study_args(p)
+    add_study_args(p, pooled=True)
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="report file (.html or .md)")
     p.add_argument("--format", choices=("html", "md"), help="default: from the -o extension, else html")
     p.add_argument("--columns", metavar="A,B,...", help="columns of the front table (default: objectives and "
@@ -25,16 +26,17 @@ def register(sub) -> None:
                    help="also re-evaluate the designs around the front under N other trace seeds (knee confidence)")
     p.add_argument("--jobs", "-j", type=_int_arg, default=1, help="worker processes for --robust")
     p.add_argument("--no-reproduce", action="store_true", help="skip the `dse reproduce` summary")
+    p.add_argument("--candidates", type=_int_arg, default=3, metavar="N", help="knee candidates shown (default 3)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from dse.cli.front import check_columns
-    from dse.search.study.results import load_results
     from dse.viz.report import build_report
     from dse.viz.report_render import to_html, to_markdown
-    cfg = study_from_args(args)
-    res = load_results(cfg)
+    cfg, res, merged = load(args)
+    if merged is not None and args.robust is not None:
+        raise ConfigError("--robust: re-evaluate one run (one --storage), not pooled runs")
     out = Path(args.output)
     fmt = args.format or ("md" if out.suffix.lower() in (".md", ".markdown") else "html")
     robust = None
@@ -51,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         rows = reproduce()
     cols = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     check_columns(res, res.front(), cols, args.sort)
-    sections = build_report(res, robust=robust, reproduce_rows=rows, columns=cols, sort=args.sort)
+    sections = build_report(res, robust=robust, reproduce_rows=rows, columns=cols, sort=args.sort,
+                            candidates=args.candidates, merged=merged)
     title = f"rexpert-dse study report: {cfg.name}"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

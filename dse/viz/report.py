@@ -46,10 +46,12 @@ class Section:
 
 
 def build_report(res, *, robust=None, reproduce_rows=None, columns: Sequence[str] | None = None,
-                 sort: str | None = None) -> list[Section]:
-    """Every section of the report of the study ``res`` (StudyResults)."""
+                 sort: str | None = None, candidates: int = 3, merged=None) -> list[Section]:
+    """Every section of the report of the study ``res`` (StudyResults); ``candidates``: knee
+    candidates shown; ``merged``: the knee agreement of pooled runs (``quality.merge_agreement``)."""
     ref = quality.study_reference(res)
-    out = [summary_section(res, ref), front_section(res, columns, sort), knee_section(res)]
+    out = [summary_section(res, ref), front_section(res, columns, sort), candidates_section(res, candidates, merged),
+           knee_section(res)]
     fig = sp.front_figure(res)
     out.append(Section("pairwise-fronts", "Pairwise fronts", [
         "Every feasible design (grey), infeasible trials (red x), the front (blue) and the knee (star, "
@@ -68,7 +70,7 @@ def build_report(res, *, robust=None, reproduce_rows=None, columns: Sequence[str
 def summary_section(res, ref) -> Section:
     cfg = res.cfg
     front, knee = res.front(), res.knee()
-    moved = quality.knee_moved(res)
+    settled = quality.knee_settledness(res)
     hv = quality.hypervolume_on(res, front, ref)
     rows = [["study", cfg.name], ["file", cfg.command_args()], ["description", cfg.description or "-"],
             ["sampler", f"{cfg.sampler} (seed {cfg.seed}, batch {cfg.batch})"],
@@ -77,9 +79,8 @@ def summary_section(res, ref) -> Section:
             ["constraints", "; ".join(c.name for c in cfg.objectives.constraints) or "-"],
             ["trials", sp.counts_title(res)],
             ["hypervolume", f"{fmt(hv)} on {ref.describe(cfg.objectives.names)}"],
-            ["knee", "-" if knee is None else f"trial {knee.number}"],
-            ["knee settled", "yes (same design over the last fifth of the trials)" if moved is None else
-             f"no: trial {moved[0].number} -> {moved[1].number} in the last fifth of the trials"]]
+            ["knee", "-" if knee is None else f"trial {knee.number} ({quality.verdict(quality.knee_candidates(res)[1])})"],
+            ["knee settled", ("yes: " if settled["settled"] else "no: ") + settled["reason"]]]
     return Section("summary", "Study summary", [Table(["", ""], rows, "summary")])
 
 
@@ -100,6 +101,29 @@ def front_section(res, columns: Sequence[str] | None, sort: str | None) -> Secti
             for r in recs]
     text = f"{len(front)} designs, sorted by {key} ({'descending' if desc else 'ascending'}); * = knee."
     return Section("front", "Pareto front", [text, Table(["trial", "knee"] + cols, rows, "front-table")])
+
+
+def candidates_section(res, n: int = 3, merged=None) -> Section:
+    """The top ``n`` knee candidates (one per architecture) with score and margin, the verdict,
+    and with ``merged`` the knee agreement of the pooled runs."""
+    fr, kc = quality.knee_candidates(res)
+    if not kc.candidates:
+        return Section("knee-candidates", "Knee candidates", ["no feasible design"])
+    onames = res.cfg.objectives.names
+    rows = [[i, fr[c.index].number] + list(c.group) + [res.objective_values(fr[c.index])[o] for o in onames]
+            + [c.score, "-" if c.margin is None else c.margin] for i, c in enumerate(kc.candidates[:n], 1)]
+    blocks: list[Any] = [
+        f"Every local maximum of the knee utility (signed distance to the hyperplane through the robust anchors, "
+        f"objectives normalised by the front's 10-90 % quantiles), one per architecture ({', '.join(kc.keys)}); "
+        f"margin: score minus the next candidate's. {quality.verdict(kc)}.",
+        Table(["rank", "trial"] + list(kc.keys) + onames + ["score", "margin"], rows, "candidates-table")]
+    if merged is not None:
+        blocks += [f"Knee agreement over {len(merged['runs'])} pooled runs: how many runs put each architecture "
+                   f"first (the merged front's top candidate first).",
+                   Table(list(kc.keys) + ["runs first", "runs"],
+                         [list(a["architecture"].values()) + [a["first_in"], ", ".join(a["runs"])]
+                          for a in merged["agreement"]], "agreement-table")]
+    return Section("knee-candidates", "Knee candidates", blocks)
 
 
 def nearest_alternatives(res, k: int = 5) -> list[tuple[Any, float]]:

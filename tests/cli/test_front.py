@@ -41,3 +41,67 @@ def test_front_json_reports_reference_and_settled(quickstart_study, capsys):
     d = json.loads(capsys.readouterr().out)
     assert set(d["hypervolume_reference"]) == {o["name"] for o in d["objectives"]}
     assert isinstance(d["knee_settled"], bool) and d["hypervolume"] > 0
+
+
+def test_front_shows_knee_candidates(quickstart_study, capsys, monkeypatch):
+    """JSON: the top candidates (3 by default, --candidates N) with knobs, objectives, score and
+    margin, the first being the knee; text: one line each and the verdict, 'ambiguous' when the
+    top margin is below the threshold."""
+    assert main(["front", *quickstart_study, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    kc = d["knee_candidates"]
+    assert 1 <= len(kc["candidates"]) <= 3 and kc["count"] >= len(kc["candidates"])
+    top = kc["candidates"][0]
+    assert top["trial"] == d["knee"]["trial"] and top["objectives"] == d["knee"]["objectives"]
+    assert set(top["architecture"]) == {"core_side", "array_depth", "tile_width", "pooling"}
+    assert top["architecture"]["array_depth"] == d["knee"]["params"]["array_depth"]
+    assert [c["rank"] for c in kc["candidates"]] == list(range(1, len(kc["candidates"]) + 1))
+    scores = [c["score"] for c in kc["candidates"]]
+    assert scores == sorted(scores, reverse=True)
+    if len(scores) > 1:
+        assert top["margin"] == scores[0] - scores[1]
+    assert kc["ambiguous"] is (top["margin"] is not None and top["margin"] < kc["threshold"])
+    assert main(["front", *quickstart_study, "--json", "--candidates", "1"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["knee_candidates"]["candidates"]) == 1
+    assert main(["front", *quickstart_study]) == 0
+    out = capsys.readouterr().out
+    assert f"1. trial {top['trial']} (score" in out and "knee choice clear" in out
+    from dse.search.front import knee
+    monkeypatch.setattr(knee, "AMBIGUOUS_MARGIN", 10.0)
+    assert main(["front", *quickstart_study]) == 0
+    assert "knee choice ambiguous" in capsys.readouterr().out
+
+
+def test_front_pools_several_runs_and_reports_knee_agreement(tmp_path, capsys):
+    """Two real runs of the quickstart study (seeds 0 and 1, one storage each) pooled: one front,
+    one knee, and how many runs put each architecture first; the report gets the table."""
+    from pathlib import Path
+    from dse.search import load_results, load_study, run_study
+    study = str(Path(__file__).resolve().parents[2] / "studies" / "quickstart.toml")
+    urls = [f"sqlite:///{tmp_path / f's{seed}.db'}" for seed in (0, 1)]
+    fronts = []
+    for seed, url in zip((0, 1), urls):
+        cfg = load_study(study, seed=seed, storage=url)
+        run_study(cfg)
+        res = load_results(cfg)
+        fronts.append({tuple(res.objective_values(r).values()) for r in res.front()})
+    assert main(["front", study, "--storage", urls[0], "--storage", urls[1], "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["runs"] == ["quickstart", "quickstart[seed=1]"] and d["n_trials"] == 128
+    pooled = {tuple(r["objectives"].values()) for r in d["front"]}
+    assert pooled <= fronts[0] | fronts[1]                # the pooled front: the union's non-dominated designs
+    agree = d["knee_agreement"]
+    assert sum(a["first_in"] for a in agree["agreement"]) == 2
+    assert agree["merged"] == list(d["knee_candidates"]["candidates"][0]["architecture"].values())
+    assert list(agree["agreement"][0]["architecture"].values()) == agree["merged"]
+    assert [p["agrees"] for p in agree["per_run"]] == [p["architecture"] == agree["merged"] for p in agree["per_run"]]
+    run, trial = d["pooled_trials"][str(d["knee"]["trial"])]
+    assert run in d["runs"] and isinstance(trial, int)
+    assert main(["front", study, "--storage", urls[0], "--storage", urls[1]]) == 0
+    assert "knee agreement over 2 runs" in capsys.readouterr().out
+    out = tmp_path / "r.md"
+    assert main(["report", study, "--storage", urls[0], "--storage", urls[1], "-o", str(out), "--no-reproduce"]) == 0
+    assert "Knee agreement over 2 pooled runs" in out.read_text()
+    capsys.readouterr()
+    assert main(["front", study, "--storage", urls[0], "--storage", urls[1], "--robust", "2"]) == 2
+    assert "not pooled runs" in capsys.readouterr().err

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 from dse.cli import main
 
-SECTIONS = ["summary", "front", "knee", "pairwise-fronts", "parallel-coordinates", "breakdown", "hypervolume",
+SECTIONS = ["summary", "front", "knee-candidates", "knee", "pairwise-fronts", "parallel-coordinates", "breakdown", "hypervolume",
             "importance", "infeasibility", "robust", "version"]
 
 
@@ -63,13 +63,15 @@ def test_report_html_is_self_contained_and_agrees_with_front(tmp_path, quickstar
     knee_rows = [r for r in p.tables["front-table"] if r and r[0] is not None and int(r[0]) == knee["trial"]]
     assert len(knee_rows) == 1
     assert len([r for r in p.tables["front-table"] if r]) == len(front["front"])
+    cands = [r for r in p.tables["candidates-table"][1:] if r]
+    assert [int(r[1]) for r in cands] == [c["trial"] for c in front["knee_candidates"]["candidates"]]
 
 
 def test_report_markdown_writes_pngs_beside_it(tmp_path, quickstart_study):
     out = tmp_path / "r.md"
     assert main(["report", *quickstart_study, "-o", str(out), "--no-reproduce"]) == 0
     md = out.read_text()
-    for title in ("## Study summary", "## Pareto front", "## Knee and its five nearest alternatives",
+    for title in ("## Study summary", "## Pareto front", "## Knee candidates", "## Knee and its five nearest alternatives",
                   "## Pairwise fronts", "## Parallel coordinates", "## Knee breakdown", "## Hypervolume",
                   "## Knob importance", "## Why designs were infeasible", "## Knee confidence", "## Model version"):
         assert title in md

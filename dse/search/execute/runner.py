@@ -38,6 +38,7 @@ from dse.search.execute.evaluation import Evaluator, evaluate_design
 from dse.search.execute.pool import EvaluationPool, make_pool, quick_dispatch
 from dse.search.execute.progress import TrialFront
 from dse.search.propose.fidelity import screen_for
+from dse.search.propose import knee_phase
 from dse.search.execute.grid_queue import grid_queue, waiting_params
 from dse.search.storage.mirror import StudyMirror
 from dse.search.space.objectives import score
@@ -128,6 +129,8 @@ class _Run:
             self.pool = make_pool(jobs, affinity=True)
             self.tracing = warm.submit_traces(cfg, self.pool)
         self.pstudy, storage = open_study(cfg, create=True)
+        self.cfg, self.knee = knee_phase.track(cfg, self.pstudy)   # [search] knee phase, as recorded
+        cfg = self.cfg
         self.storage = storage
         optuna.storages.fail_stale_trials(self.pstudy)         # trials of dead `dse worker`s: re-queued
         n_existing = len(self.pstudy.get_trials(deepcopy=False))
@@ -180,6 +183,8 @@ class _Run:
                                 self.feasible += bool(t.user_attrs.get("dse", {}).get("feasible"))
                         if self.complete >= s.target:
                             break
+                    if self.knee is not None and self.knee.step(self.finished, self._note):
+                        break
                     k, skip = self._batch_size(max_evaluations)
                     if k <= 0:
                         break
@@ -205,6 +210,8 @@ class _Run:
                     self.bar.close()
                 s.complete, s.feasible = self.complete, self.feasible
                 s.elapsed_s = time.perf_counter() - self.t0
+        if self.knee is not None:
+            self.knee.final(self.finished)
         s.exhausted = self.grid is not None and not self.grid
         return s
 

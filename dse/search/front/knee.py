@@ -36,7 +36,9 @@ Grouping, score, margin, ambiguity (``knee_candidates``)
     an architecture, e.g. core side, array depth, tile width, pooling); candidates of one key
     form one *architecture*, represented by its best candidate, and scored by its utility.
     Architectures are ranked by score (ties: nearer the ideal, then the objectives in their
-    order, then the earlier row). The *margin* of an architecture is its score minus the next
+    order, then the earlier row). Architectures whose best candidates have the same objective
+    values are one point of the front: the first keeps it, the others are listed as
+    *equivalent* to it (not ranked apart with a zero margin). The *margin* of an architecture is its score minus the next
     one's (the last one's is None); a sole candidate's is its score minus the best utility of
     any front point of another architecture (None when there is none). The choice is *ambiguous*
     when the top margin is below ``threshold`` (``AMBIGUOUS_MARGIN``, normalised units: a
@@ -65,9 +67,15 @@ class Candidate:
     group: tuple                     # the architecture's key (values of ``keys``)
     members: list[int]               # rows of F of every candidate of this architecture
     margin: float | None = None      # score minus the next architecture's (see the module docstring)
+    equivalent: list[tuple] = field(default_factory=list)   # other architectures with the same objectives
 
     def to_json(self) -> dict[str, Any]:
-        return {"row": self.index, "score": self.score, "margin": self.margin, "members": self.members}
+        return {"row": self.index, "score": self.score, "margin": self.margin, "members": self.members,
+                "equivalent": [list(g) for g in self.equivalent]}
+
+    def names(self, group: tuple) -> bool:
+        """Whether ``group`` is this candidate's architecture or one equivalent to it."""
+        return group == self.group or group in self.equivalent
 
 
 @dataclass
@@ -96,6 +104,21 @@ class KneeCandidates:
         """The top ``n`` architectures and their scores rounded to ``digits``: what "the
         candidates did not change" compares."""
         return [[list(c.group), round(c.score, digits)] for c in self.candidates[:n]]
+
+
+def _merge_equivalent(cands: list[Candidate], F: np.ndarray) -> list[Candidate]:
+    """Candidates of different architectures with the same objective values (a knob the
+    objectives do not see, such as pooling on some designs) are one point of the front: the
+    first keeps it and lists the others as ``equivalent``."""
+    out: list[Candidate] = []
+    for c in cands:
+        same = next((o for o in out if np.allclose(F[o.index], F[c.index], rtol=1e-9, atol=0.0)), None)
+        if same is None:
+            out.append(c)
+        else:
+            same.equivalent.append(c.group)
+            same.members += c.members
+    return out
 
 
 def robust_bounds(F: np.ndarray, q: tuple[float, float] = QUANTILES) -> tuple[np.ndarray, np.ndarray]:
@@ -151,10 +174,12 @@ def _hashable(v: Any) -> Hashable:
 
 
 def knee_candidates(F: np.ndarray, designs: Sequence[Mapping[str, Any]] | None = None, keys: Sequence[str] = (),
-                    *, threshold: float = AMBIGUOUS_MARGIN, radius: float = RADIUS,
+                    *, threshold: float | None = None, radius: float = RADIUS,
                     bounds: tuple[np.ndarray, np.ndarray] | None = None) -> KneeCandidates:
     """The knee candidates of the front ``F`` grouped by ``keys`` of ``designs`` (one mapping per
-    row), best first; ``bounds`` fixes the normalisation instead of ``robust_bounds(F)``."""
+    row), best first; ``bounds`` fixes the normalisation instead of ``robust_bounds(F)``;
+    ``threshold``: the ambiguity margin (default ``AMBIGUOUS_MARGIN``)."""
+    threshold = AMBIGUOUS_MARGIN if threshold is None else threshold
     F = np.asarray(F, dtype=float)
     n = len(F)
     if n == 0:
@@ -173,10 +198,10 @@ def knee_candidates(F: np.ndarray, designs: Sequence[Mapping[str, Any]] | None =
             best[g].members.append(i)
         else:
             best[g] = Candidate(i, float(u[i]), g, [i])
-    cands = sorted(best.values(), key=lambda c: order_key[c.index])
+    cands = _merge_equivalent(sorted(best.values(), key=lambda c: order_key[c.index]), F)
     for a, b in zip(cands, cands[1:]):
         a.margin = a.score - b.score
     if len(cands) == 1:
-        rest = [float(u[i]) for i in range(n) if groups[i] != cands[0].group]
+        rest = [float(u[i]) for i in range(n) if not cands[0].names(groups[i])]
         cands[0].margin = cands[0].score - max(rest) if rest else None
     return KneeCandidates(cands, lo, hi, tuple(keys), threshold, u)

@@ -91,7 +91,12 @@ SAMPLERS: dict[str, SamplerKind] = {
 
 def make_sampler(cfg: Any, seed: int):
     """The study's sampler (``cfg.sampler`` with ``cfg.sampler_settings``) seeded with ``seed``."""
-    return SAMPLERS[cfg.sampler].factory(cfg, seed % (2**32), dict(cfg.sampler_settings))
+    sampler = SAMPLERS[cfg.sampler].factory(cfg, seed % (2**32), dict(cfg.sampler_settings))
+    knee = getattr(cfg, "knee", None)
+    if knee is not None and knee.share > 0 and cfg.sampler != "grid":   # [search] knee_share: a knee phase
+        from dse.search.propose import knee_phase
+        return knee_phase.wrap(cfg, seed % (2**32), sampler)
+    return sampler
 
 
 def batch_seed(seed: int, batch_index: int) -> int:

@@ -75,6 +75,94 @@ def knee_of(res, recs):
     return fr[pareto.knee_index(res.F(fr))] if fr else None
 
 
+def knee_keys(res) -> tuple[str, ...]:
+    """The knobs that name an architecture for the study's knee candidates (``[search] knee_keys``)."""
+    from dse.search.propose.knee_phase import KNEE_KEYS
+    knee = getattr(res.cfg, "knee", None)
+    return tuple(knee.keys) if knee is not None else KNEE_KEYS
+
+
+def knee_candidates(res, recs=None):
+    """``(front records, KneeCandidates)`` of the front of ``recs`` (default: the study's
+    candidates), grouped by ``knee_keys``; see ``dse.search.front.knee``."""
+    from dse.search.front.knee import knee_candidates as kc
+    fr = res.front() if recs is None else front_of(res, recs)
+    env = res.cfg.base_env()
+    return fr, kc(res.F(fr), [{**env, **r.design} for r in fr], knee_keys(res))
+
+
+def candidates_json(res, fr, kc, n: int = 3) -> dict[str, Any]:
+    """The top ``n`` knee candidates as JSON: per candidate its rank, trial, architecture (the
+    key knobs), params, objectives, score and margin; ``ambiguous`` and its threshold."""
+    rows = []
+    for i, c in enumerate(kc.candidates[:n], 1):
+        r = fr[c.index]
+        rows.append({"rank": i, "trial": r.number, "architecture": dict(zip(kc.keys, c.group)),
+                     "params": dict(r.params), "objectives": res.objective_values(r), "score": c.score,
+                     "margin": c.margin, "designs": len(c.members),
+                     "equivalent": [dict(zip(kc.keys, g)) for g in c.equivalent]})
+    return {"ambiguous": kc.ambiguous, "threshold": kc.threshold, "keys": list(kc.keys),
+            "count": len(kc.candidates), "candidates": rows}
+
+
+def describe_candidates(res, fr, kc, n: int = 3) -> list[str]:
+    """One line per top candidate (``dse front``, ``dse report``), then the verdict."""
+    out = []
+    for i, c in enumerate(kc.candidates[:n], 1):
+        r = fr[c.index]
+        arch = ", ".join(f"{k}={v}" for k, v in zip(kc.keys, c.group))
+        obj = ", ".join(f"{k}={v:.4g}" for k, v in res.objective_values(r).items() if v is not None)
+        margin = "-" if c.margin is None else f"{c.margin:.3f}"
+        alt = "".join(f" (or {', '.join(f'{k}={v}' for k, v in zip(kc.keys, g) if v != dict(zip(kc.keys, c.group))[k])}"
+                      f": same objectives)" for g in c.equivalent)
+        out.append(f"{i}. trial {r.number} (score {c.score:.3f}, margin {margin}): {arch}{alt}; {obj}")
+    out.append(verdict(kc))
+    return out
+
+
+def verdict(kc) -> str:
+    """Whether the top knee candidate is a clear or an ambiguous choice, in words."""
+    if not kc.candidates:
+        return "no knee candidate"
+    if kc.margin is None:
+        return "one architecture on the front: the knee is not contested"
+    word = "ambiguous" if kc.ambiguous else "clear"
+    return (f"knee choice {word}: the top candidate leads by {kc.margin:.3f} "
+            f"({'below' if kc.ambiguous else 'at least'} the {kc.threshold:g} threshold)")
+
+
+def knee_settledness(res) -> dict[str, Any]:
+    """Whether the study's knee is *settled*, by the criterion of the knee phase
+    (``dse.search.propose.knee_phase``): at the ends of its last ``knee_patience + 1`` batches the
+    top ``knee_candidates`` architectures were the same, in the same order, with scores within
+    ``SCORE_TOL``, and the top one is not ambiguous. ``{"settled", "batches", "reason"}``.
+    ``benchmarks/bench_knee.py`` measures how often a settled run names the merged knee of many
+    seeds."""
+    from dse.search.propose.knee_phase import KneeSearch, same
+    from dse.search.front.knee import AMBIGUOUS_MARGIN
+    knee = getattr(res.cfg, "knee", None) or KneeSearch()
+    batch, p = res.cfg.batch, knee.patience
+    numbers = sorted(r.number for r in res.complete)
+    cuts = [c for c in range(len(numbers), 0, -batch)][:p + 1][::-1]
+    if len(cuts) < p + 1:
+        return {"settled": False, "batches": len(cuts), "reason": f"fewer than {p + 1} batches"}
+    cand = res.candidates()
+    sigs = []
+    for c in cuts:
+        _, kc = knee_candidates(res, [r for r in cand if r.number <= numbers[c - 1]])
+        sigs.append([[list(x.group), x.score, x.margin] for x in kc.candidates[:knee.candidates]])
+    last = sigs[-1]
+    if not last:
+        return {"settled": False, "batches": len(cuts), "reason": "no feasible design"}
+    if not all(same(x, last) for x in sigs):
+        return {"settled": False, "batches": len(cuts),
+                "reason": f"the top knee candidates or their scores changed in the last {p} batches"}
+    if last[0][2] is not None and last[0][2] < AMBIGUOUS_MARGIN:
+        return {"settled": False, "batches": len(cuts), "reason": "the knee choice is ambiguous"}
+    return {"settled": True, "batches": len(cuts),
+            "reason": f"same top candidates and scores over the last {p} batches, clear margin"}
+
+
 def knee_history(res, points: int = 20) -> list[tuple[int, Any]]:
     """``[(trials seen, knee record)]`` at ``points`` evenly spaced cut-offs (trial order)."""
     cand = res.candidates()

@@ -48,6 +48,7 @@ from typing import Any, Mapping
 from dse.errors import ConfigError, DSEError, suggest as _suggest
 from dse.search.space.objectives import ObjectiveSet, load_objectives, objectives_from_dict
 from dse.search.propose.samplers import SAMPLERS
+from dse.search.propose.knee_phase import SEARCH_KEYS as KNEE_KEYS, KneeSearch, parse as parse_knee
 from dse.search.storage.storage import HEARTBEAT_INTERVAL_S
 from dse.search.space.space import Space
 from dse.search.space.space_file import load_space, space_from_dict
@@ -56,7 +57,7 @@ from dse.tomlfile import read_toml
 from dse.spec.params import BY_NAME, coerce, names
 
 TOP_KEYS = ("study", "sampler", "search", "workload", "base")
-SEARCH_KEYS = ("fidelity",)
+SEARCH_KEYS = ("fidelity",) + KNEE_KEYS
 STUDY_KEYS = ("name", "description", "space", "objectives", "trials", "seed", "batch", "storage", "results",
               "heartbeat")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
@@ -83,6 +84,7 @@ class StudyConfig:
     description: str = ""
     overrides: tuple[tuple[str, Any], ...] = ()
     fidelity: str = "single"           # [search] fidelity: single | multi (dse.search.propose.fidelity)
+    knee: KneeSearch = KneeSearch()    # [search] knee phase and stop rule (dse.search.propose.knee_phase)
 
     # -- designs -------------------------------------------------------------------------
     def base_env(self) -> dict[str, Any]:
@@ -216,7 +218,8 @@ def study_from_dict(data: Mapping[str, Any], source: Path) -> StudyConfig:
     cfg = StudyConfig(source=source.resolve(), name=name, base_name=name, space=space, objectives=objectives,
                       models=models, base=base, sampler=sname, sampler_settings=settings, trials=trials,
                       seed=seed, batch=batch, storage=_storage_url(storage, source), heartbeat_s=heartbeat,
-                      results_dir=results_dir, description=desc, fidelity=fidelity)
+                      results_dir=results_dir, description=desc, fidelity=fidelity,
+                      knee=parse_knee(_table(data, "search", src), src))
     # Validate the base design once (one line naming the study file on a bad combination).
     DesignPoint.from_dict({**base, "model": models[0]}, source=f"{src} [workload]/[base]")
     if sname == "grid" and "trials" not in st:

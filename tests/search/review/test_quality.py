@@ -112,3 +112,32 @@ def test_compare_refuses_different_questions(tmp_path):
 def test_infeasibility_reasons_are_counted_by_kind(tmp_path):
     res = fake_study(tmp_path)
     assert quality.infeasibility_counts(res) == [("side # too big", 2)]
+
+
+def _records(res, rows):
+    """``res`` with its records replaced by feasible trials of (core_side, a, b) rows, in order."""
+    from dataclasses import replace as rep
+    base = res.records[0]
+    recs = [rep(base, number=i, values=[a, b], feasible=True, params={"core_side": s, "pooling": "direct"},
+                design={"core_side": s, "pooling": "direct"}, design_key=f"k{i}", duplicate_of=None, state="COMPLETE")
+            for i, (s, a, b) in enumerate(rows)]
+    return rep(res, records=recs)
+
+
+def test_knee_settledness_needs_unchanged_candidates_and_a_clear_margin(tmp_path):
+    """Settled: the same top candidates and scores at the ends of the last patience + 1 batches
+    (batch 4, patience 3 here) and a clear margin; a knee that appears late is not settled."""
+    res = fake_study(tmp_path)                       # batch 4; minimise a, maximise b
+    front = [(1, 0.0, 0.0), (2, 0.5, 2.0), (3, 1.0, 2.3), (4, 2.0, 2.5)]     # a clear bulge at side 2
+    filler = [(5, 9.0, -1.0 - i) for i in range(12)]                          # dominated trials
+    settled = quality.knee_settledness(_records(res, front + filler))
+    assert settled["settled"], settled
+    late = quality.knee_settledness(_records(res, filler[:8] + [(1, 0.0, 0.0), (3, 1.0, 2.3), (4, 2.0, 2.5)]
+                                             + filler[8:9] + [(2, 0.5, 2.0)] + filler[9:12]))
+    assert not late["settled"] and "changed" in late["reason"]
+    short = quality.knee_settledness(_records(res, front + filler[:4]))
+    assert not short["settled"] and "fewer than 4 batches" in short["reason"]
+    from tests.search.front.test_knee import two_bulges
+    tie = [(1 if x < 0.5 else 2, float(x), -float(y)) for x, y in two_bulges(0.080, 0.078, n=21)]  # two equal bulges
+    amb = quality.knee_settledness(_records(res, tie + filler))
+    assert not amb["settled"] and "ambiguous" in amb["reason"]

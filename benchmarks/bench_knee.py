@@ -1,0 +1,146 @@
+"""The knee across seeds: does each run of a shipped study name the knee of the merged front?
+
+Run: python benchmarks/bench_knee.py [--seeds 5] [--settled-seeds 10] [--baseline-seeds 3]
+                                     [--only full,quickstart,core-pooling]
+
+For each study (``studies/full.toml``, ``quickstart.toml``, ``core-pooling.toml`` as shipped), runs
+seeds 0..N-1 (N = ``--settled-seeds`` for full.toml, else ``--seeds``), each in a fresh SQLite file,
+evaluations in this process. The *merged front* pools every seed's trials
+(``dse.search.review.merge``); its top knee candidate is the *merged knee*. Per seed (the first
+``--seeds``) the table prints:
+
+* the run's top knee architecture (``[search] knee_keys``; an equivalent one, same objectives,
+  counts as the same) and whether it is the merged knee's;
+* the largest relative difference of the run's knee objectives from the merged knee's (target:
+  within 5 % on every objective);
+* its hypervolume as a share of the union front's (objectives normalised between the union
+  front's ideal and nadir, reference 1.1, as ``bench_search_quality.py``); for full.toml the
+  union also holds NSGA-II, TPE, multivariate TPE, random and plain guided runs at the same trial
+  budget, seeds 0..``--baseline-seeds``-1 (target >= 0.97);
+* trace-driven evaluations spent (distinct designs evaluated; target for full.toml <= 480);
+* whether the run says its knee is settled (``quality.knee_settledness``) and whether it is
+  ambiguous.
+
+Last, per study: how often a run that says *settled* names the merged knee (over all its seeds;
+target >= 9 of 10 for full.toml). A study the runs do not settle prints 0 settled runs.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_search_quality import BASELINES, Normaliser  # noqa: E402
+
+STUDIES = {"full": "studies/full.toml", "quickstart": "studies/quickstart.toml",
+           "core-pooling": "studies/core-pooling.toml"}
+
+
+KNEE_OVERRIDE: dict = {}     # --knee-share / --stop / --patience: the shipped knee settings changed (trials)
+
+
+def run_seed(path: Path, tmp: Path, seed: int, sampler=None, settings=None):
+    """One run of the study at ``seed`` (another sampler: the same budget, no knee phase)."""
+    from dse.search.execute.runner import run_study
+    from dse.search.propose.knee_phase import KneeSearch
+    from dse.search.study.results import load_results
+    from dse.search.study.study import load_study
+    cfg = load_study(path, seed=seed, storage=f"sqlite:///{tmp / f'{path.stem}-{sampler}-{seed}.db'}")
+    if KNEE_OVERRIDE and sampler is None:
+        cfg = replace(cfg, knee=replace(cfg.knee, **KNEE_OVERRIDE))
+    if sampler is not None:
+        cfg = replace(cfg, sampler=sampler, sampler_settings=dict(settings), knee=KneeSearch(),
+                      name=f"{cfg.name}-{sampler}")
+    t0 = time.perf_counter()
+    s = run_study(cfg)
+    return cfg, load_results(cfg), s, time.perf_counter() - t0
+
+
+def knee_of(res):
+    from dse.search.review.quality import knee_candidates
+    fr, kc = knee_candidates(res)
+    return (fr[kc.top], kc.candidates[0], kc) if kc.candidates else (None, None, kc)
+
+
+def study_rows(name: str, seeds: int, table_seeds: int, baseline_seeds: int, tmp: Path) -> dict:
+    from dse.search.front import pareto
+    from dse.search.review import merge
+    from dse.search.review.quality import knee_settledness
+    path = ROOT / STUDIES[name]
+    runs = [run_seed(path, tmp, s) for s in range(seeds)]
+    pooled, _ = merge.pool([(f"seed{s}", r[1]) for s, r in enumerate(runs)])
+    mrec, mcand, mkc = knee_of(pooled)
+    fronts = [r[1].F(r[1].front()) for r in runs]
+    extra = []
+    if name == "full":
+        for sampler, settings in BASELINES:
+            for s in range(baseline_seeds):
+                _, res, _, dt = run_seed(path, tmp, s, sampler, settings)
+                extra.append(res.F(res.front()))
+                print(f"[{name}] baseline {sampler} seed {s}: front {len(extra[-1])}, {dt:.1f} s", flush=True)
+    U = np.vstack([F for F in fronts + extra if len(F)])
+    hv = Normaliser(U[pareto.nondominated(U)])
+    mobj = np.array(mrec.values, dtype=float)
+    arch = dict(zip(mkc.keys, mcand.group))
+    print(f"\n[{name}] {STUDIES[name]}: {seeds} seeds pooled; merged knee {arch} "
+          f"{'(ambiguous, margin %.3f)' % mkc.margin if mkc.ambiguous else ''} objectives "
+          f"{', '.join(f'{v:.4g}' for v in mobj)}")
+    print(f"{'seed':>4s} {'knee architecture':42s} {'same':>4s} {'max dev':>7s} {'HV/union':>8s} {'evals':>5s} "
+          f"{'trials':>6s} {'settled':>7s} {'ambig':>5s} {'time s':>6s}")
+    out = {"same": [], "dev": [], "hv": [], "evals": [], "settled_agree": []}
+    for s, (cfg, res, summ, dt) in enumerate(runs):
+        rec, cand, kc = knee_of(res)
+        same = cand is not None and any(mcand.names(g) for g in [cand.group, *cand.equivalent])
+        dev = float(np.max(np.abs(np.array(rec.values) - mobj) / np.maximum(np.abs(mobj), 1e-300)))
+        share = hv(fronts[s]) / hv.total
+        settled = knee_settledness(res)["settled"]
+        out["same"].append(same)
+        out["dev"].append(dev)
+        out["hv"].append(share)
+        out["evals"].append(summ.evaluations)
+        if settled:
+            out["settled_agree"].append(same)
+        if s < table_seeds:
+            label = ", ".join(str(v) for v in cand.group) if cand is not None else "-"
+            print(f"{s:4d} {label:42s} {'yes' if same else 'no':>4s} {dev:7.1%} {share:8.3f} {summ.evaluations:5d} "
+                  f"{summ.complete:6d} {'yes' if settled else 'no':>7s} {'yes' if kc.ambiguous else 'no':>5s} "
+                  f"{dt:6.1f}")
+    n = table_seeds
+    print(f"[{name}] seeds 0-{n - 1}: same knee {sum(out['same'][:n])}/{n}; within 5 % on every objective "
+          f"{sum(d <= 0.05 for d in out['dev'][:n])}/{n}; HV/union worst {min(out['hv'][:n]):.3f}; "
+          f"evaluations max {max(out['evals'][:n])}")
+    sa = out["settled_agree"]
+    print(f"[{name}] over {seeds} seeds: {len(sa)} runs say settled, {sum(sa)} of them name the merged knee")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=5, help="seeds in the table (default 5)")
+    ap.add_argument("--settled-seeds", type=int, default=10, help="seeds of full.toml for settled agreement")
+    ap.add_argument("--baseline-seeds", type=int, default=3, help="seeds of each baseline sampler (full.toml)")
+    ap.add_argument("--only", default="full,quickstart,core-pooling")
+    ap.add_argument("--knee-share", type=float, help="trials: the knee phase's share instead of the shipped one")
+    ap.add_argument("--stop", choices=("trials", "knee-settled"), help="trials: this stop rule instead")
+    ap.add_argument("--patience", type=int, help="trials: this knee patience instead")
+    args = ap.parse_args()
+    for k, v in (("share", args.knee_share), ("stop", args.stop), ("patience", args.patience)):
+        if v is not None:
+            KNEE_OVERRIDE[k] = v
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as d:
+        for name in args.only.split(","):
+            seeds = max(args.seeds, args.settled_seeds) if name == "full" else args.seeds
+            study_rows(name, seeds, args.seeds, args.baseline_seeds, Path(d))
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""The knee phase (``[search] knee_share``, ``stop = "knee-settled"``; dse.search.propose.knee_phase):
+its settings, its phases recorded in the study, a resume in the middle of it asking the trials of
+an uninterrupted run, and the settled stop."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+
+from dse.errors import ConfigError
+from dse.search import load_results, load_study, run_study
+from dse.search.propose import knee_phase
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def study(tmp_path: Path, search: str, name: str = "kp", trials: int = 48, sampler: str = "guided") -> Path:
+    p = tmp_path / f"{name}.toml"
+    p.write_text(f'[study]\nname = "{name}"\nspace = "{ROOT}/spaces/quickstart.toml"\n'
+                 f'objectives = "{ROOT}/objectives/latency-silicon.toml"\ntrials = {trials}\nbatch = 8\nseed = 3\n'
+                 f'[sampler]\nname = "{sampler}"\npool = 300\n[search]\n{search}\n'
+                 f'[workload]\nmodels = ["qwen3.5-35b-a3b"]\n')
+    return p
+
+
+def params(cfg) -> list[dict]:
+    return [r.params for r in sorted(load_results(cfg).records, key=lambda r: r.number)]
+
+
+def attrs(cfg) -> dict:
+    from dse.search.storage.storage import open_study
+    s, _ = open_study(cfg, create=False)
+    return dict(s.user_attrs)
+
+
+def test_settings_parse_and_refuse(tmp_path):
+    cfg = load_study(study(tmp_path, 'knee_share = 0.25\nstop = "knee-settled"\nknee_patience = 2\n'
+                                     'knee_keys = ["array_depth", "tile_width"]'))
+    assert cfg.knee == knee_phase.KneeSearch(0.25, "knee-settled", 2, 3, ("array_depth", "tile_width"))
+    assert cfg.knee.global_trials(48, 8) == 32            # 0.75 x 48 = 36 -> whole batches: 32
+    assert load_study(study(tmp_path, "", name="plain")).knee == knee_phase.KneeSearch()
+    for bad, what in (('stop = "never"', "search.stop"), ("knee_share = 0.95", "search.knee_share"),
+                      ("knee_patience = 0", "search.knee_patience"), ('knee_keys = "core_side"', "knee_keys"),
+                      ("knee_shares = 0.2", "unknown key")):
+        with pytest.raises(ConfigError, match=what):
+            load_study(study(tmp_path, bad, name="bad"))
+
+
+def test_resume_in_the_knee_phase_asks_the_trials_of_an_uninterrupted_run(tmp_path):
+    search = "knee_share = 0.5"                           # global phase 24 trials (3 batches), knee phase 24
+    a = load_study(study(tmp_path, search), storage=f"sqlite:///{tmp_path / 'a.db'}")
+    run_study(a)
+    b = load_study(study(tmp_path, search), storage=f"sqlite:///{tmp_path / 'b.db'}")
+    run_study(b, max_batches=4)                           # stopped after the first knee-phase batch
+    assert attrs(b)[knee_phase.ATTR]["phase"] == "knee"
+    run_study(b, max_batches=1)
+    run_study(b)
+    assert len(params(a)) == 48 and params(b) == params(a)
+    rec = attrs(a)[knee_phase.ATTR]
+    assert rec["global_trials"] == 24 and [h[0] for h in rec["history"]] == [24, 32, 40, 48]
+    # the knee phase moves around its candidates: its trials differ from the plain sampler's
+    c = load_study(study(tmp_path, ""), storage=f"sqlite:///{tmp_path / 'c.db'}")
+    run_study(c)
+    assert params(c)[24:] != params(a)[24:]
+
+
+def test_a_resumed_study_keeps_its_recorded_phases(tmp_path):
+    """A resume with another trial target keeps the global phase the study recorded."""
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    cfg = load_study(study(tmp_path, "knee_share = 0.5"), storage=url)
+    run_study(cfg, max_batches=2)
+    assert attrs(cfg)[knee_phase.ATTR] == {"global_trials": 24, "knee_share": 0.5, "stop": "trials",
+                                           "phase": "global"}
+    longer = load_study(study(tmp_path, "knee_share = 0.5"), storage=url, trials=64)
+    run_study(longer)
+    assert attrs(longer)[knee_phase.ATTR]["global_trials"] == 24
+
+
+def test_knee_settled_stops_before_the_cap_and_stays_stopped(tmp_path):
+    search = 'knee_share = 0.6\nstop = "knee-settled"\nknee_patience = 1'
+    cfg = load_study(study(tmp_path, search, trials=96), storage=f"sqlite:///{tmp_path / 's.db'}")
+    s = run_study(cfg)
+    rec = attrs(cfg)[knee_phase.ATTR]
+    assert rec["phase"] == "settled" and s.complete == rec["settled_at"] < 96
+    assert any("knee settled" in n for n in s.notes)
+    again = run_study(cfg)
+    assert again.new_trials == 0 and again.complete == s.complete
+    cands = attrs(cfg)[knee_phase.CANDIDATES_ATTR]
+    assert cands["candidates"][0]["trial"] == load_results(cfg).knee().number
+
+
+def test_settled_needs_unchanged_candidates_and_a_clear_margin():
+    class C:
+        knee = knee_phase.KneeSearch(0.5, "knee-settled", 2)
+    top = [["a"], 0.30, 0.05]
+    hist = [(8, [top]), (16, [[["b"], 0.2, 0.1]]), (24, [top]), (32, [[["a"], 0.305, 0.05]]), (40, [top])]
+    assert knee_phase.settled_at(C, hist) == 40           # 24, 32, 40 the same within SCORE_TOL
+    assert knee_phase.settled_at(C, hist[:4]) is None
+    unclear = [(c, [[["a"], 0.3, 0.001]]) for c in (8, 16, 24)]
+    assert knee_phase.settled_at(C, unclear) is None      # ambiguous: never settled
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def test_neighbour_moves_are_legal_and_local():
+    """A neighbourhood move keeps the point legal, changes one or two knobs (more only when a moved
+    bound makes another knob illegal), moves an int knob by one or two steps and a categorical to
+    an adjacent choice, and leaves ``fixed`` knobs alone."""
+    import numpy as np
+
+    from dse.search.propose import draw, knee_moves
+    cfg = load_study(ROOT / "studies" / "full.toml")
+    base, rng = cfg.base_env(), np.random.default_rng(0)
+    dims = {d.name: d for d in cfg.space.dims}
+    parent = draw.uniform(cfg.space, base, rng)
+    still = 0
+    for _ in range(300):
+        q = knee_moves.neighbour(cfg.space, base, rng, parent, fixed=("core_side", "tile_width"))
+        assert draw.is_legal(cfg.space, base, q)
+        assert q["core_side"] == parent["core_side"] and q["tile_width"] == parent["tile_width"]
+        changed = [k for k in q if q[k] != parent.get(k)]
+        still += not changed                             # only a knob with a single legal value stays put
+        assert len(changed) <= 2 or "pe_groups_per_core" in changed
+        if q["array_depth"] != parent["array_depth"]:
+            assert abs(q["array_depth"] - parent["array_depth"]) in (4096, 8192)
+        d = dims["pooling"]
+        if q["pooling"] != parent["pooling"]:
+            assert abs(d.choices.index(q["pooling"]) - d.choices.index(parent["pooling"])) == 1
+    assert still <= 30
