@@ -95,9 +95,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"front: {knee['front_size']} designs; knee: trial {knee['knee_trial']} ({params}) -> {objs}")
     else:
         print("front: no feasible design yet")
-    if knee.get("knee_moved"):
-        print(f"warning: the knee moved in the last fifth of the trials (trial {knee['knee_moved'][0]} -> "
-              f"{knee['knee_moved'][1]}): it is not settled; run more trials (--trials N)", file=sys.stderr)
+    if knee.get("knee_settled") is False:     # issue 32: settled = same top candidates, clear margin
+        print(f"warning: the knee is not settled ({knee['knee_settled_reason']}); run more trials (--trials N) "
+              f"or pool seeds (dse front --storage S1 --storage S2)", file=sys.stderr)
     print(f"storage: {s.storage}")
     ref = cfg.command_args()
     print("next steps (one command per line):")
@@ -149,16 +149,17 @@ class BatchLines:
 def _knee_summary(cfg, res=None) -> dict:
     """The front and knee of the study (``res``: its results as the run holds them; None: read
     back from the storage)."""
-    from dse.search.review.quality import knee_moved
+    from dse.search.review.quality import knee_moved, knee_settledness
     from dse.search.study.results import load_results
     res = res if res is not None else load_results(cfg)
     k = res.knee()
     if k is None:
         return {"front_size": 0, "knee_trial": None}
-    moved = knee_moved(res)
+    moved, settled = knee_moved(res), knee_settledness(res)
     return {"front_size": len(res.front()), "knee_trial": k.number, "knee_params": k.params,
             "knee_objectives": res.objective_values(k),
-            "knee_moved": None if moved is None else [moved[0].number, moved[1].number]}
+            "knee_moved": None if moved is None else [moved[0].number, moved[1].number],
+            "knee_settled": settled["settled"], "knee_settled_reason": settled["reason"]}
 
 
 def next_commands(ref: str) -> list[str]:
