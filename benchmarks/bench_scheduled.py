@@ -1,7 +1,7 @@
 """Scheduled time (issue 33): the B = 1 .. 256 table of the published design, and what the
 ``scheduled`` stage costs per design against today's trace-driven evaluation (target <= 1.3x).
 
-Run: python benchmarks/bench_scheduled.py [--designs N] [--repeats R] [--steps S] [--no-table]
+Run: python benchmarks/bench_scheduled.py [--designs N] [--repeats R] [--steps S] [--band N] [--no-table]
 
 The cost: N designs varying the scheduling knobs (tile width, pooling, fetch, core side, groups,
 placement, batch) on the default synthetic trace, each evaluated with every stage and with the
@@ -71,11 +71,13 @@ def main(argv=None) -> None:
     ap.add_argument("--designs", type=int, default=60)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--steps", type=int, default=64)
+    ap.add_argument("--band", type=int, default=0, metavar="N",
+                    help="also the scheduled time's p5-p95 over N draws of the model's unknowns")
     ap.add_argument("--no-table", action="store_true")
     a = ap.parse_args(argv)
     if not a.no_table:
         from dse.reproduce import scheduled_table
-        print(scheduled_table.markdown(scheduled_table.table(steps=a.steps)))
+        print(scheduled_table.markdown(scheduled_table.table(steps=a.steps, band_draws=a.band)))
         print()
     bench_cost(a.designs, a.repeats, a.steps)
 

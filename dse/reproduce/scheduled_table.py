@@ -49,8 +49,17 @@ def row(batch: int, steps: int = 64, seed: int = 0, extra: dict[str, Any] | None
             "scheduled_round_stretch": m["scheduled_round_stretch"], "evidence": evidence(batch, v, x)}
 
 
-def table(batches=BATCHES, steps: int = 64, seed: int = 0) -> list[dict[str, Any]]:
-    return [row(b, steps, seed) for b in batches]
+def table(batches=BATCHES, steps: int = 64, seed: int = 0, band_draws: int = 0) -> list[dict[str, Any]]:
+    """The rows; with ``band_draws`` > 0 each also carries the p5 / p95 of its scheduled time over
+    that many draws of the model's unknowns (``dse.pipeline.uncertainty``)."""
+    rows = [row(b, steps, seed) for b in batches]
+    if band_draws:
+        from dse.pipeline.uncertainty import point_bands
+        for r in rows:
+            b = point_bands(DesignPoint.from_dict({"batch": r["batch"], "trace_steps": steps, "trace_seed": seed}),
+                            band_draws)["ffn_us_per_token_scheduled"]
+            r["scheduled_p5"], r["scheduled_p95"] = b["p5"], b["p95"]
+    return rows
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
@@ -59,6 +68,11 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         return "-" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
     head = ("B", "published", "Table V", "Table X", "delivered", "scheduled", "actual MFU", "scheduled MFU",
             "stretch", "evidence")
+    cols = list(COLUMNS)
+    if rows and "scheduled_p5" in rows[0]:
+        head = head[:6] + ("scheduled p5-p95",) + head[6:]
+        cols = cols[:6] + ["band"] + cols[6:]
+        rows = [{**r, "band": f"{r['scheduled_p5']:.4g}-{r['scheduled_p95']:.4g}"} for r in rows]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(fmt(r[c]) for c in COLUMNS) + " |" for r in rows]
+    lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in rows]
     return "\n".join(lines)

@@ -27,3 +27,9 @@ def test_every_row_has_an_evidence_class_and_a_scheduled_time(rows):
         assert r["scheduled_us"] >= r["published_us"]
     assert rows[-1]["table_x_us"] == pytest.approx(rows[-1]["published_us"] / 0.310, rel=1e-9)
     assert "| B |" in st.markdown(rows)
+
+
+def test_band_column_brackets_the_draws():
+    rows = st.table(batches=(8,), steps=8, band_draws=3)
+    assert rows[0]["scheduled_p5"] <= rows[0]["scheduled_p95"]
+    assert "scheduled p5-p95" in st.markdown(rows)
