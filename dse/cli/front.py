@@ -37,6 +37,10 @@ def register(sub) -> None:
     r.add_argument("--models", metavar="M,M,...", help="these catalog models instead of trace seeds")
     r.add_argument("--trace", metavar="FILE", help="this trace file instead of trace seeds")
     r.add_argument("--jobs", "-j", type=_int_arg, default=1, help="worker processes for --robust (default 1)")
+    r.add_argument("--model-uncertainty", type=_int_arg, metavar="N",
+                   help="with --robust: re-evaluate under N draws of the model's unknowns (dse/data/"
+                        "model_uncertainty.toml) instead of trace seeds: how often each design stays on the "
+                        "front and is the knee")
     p.set_defaults(func=run)
 
 
@@ -141,10 +145,15 @@ def _print_candidates(args, res, front, kc, agree) -> None:
 
 
 def _robust(args: argparse.Namespace, res):
-    if args.robust is None and not (args.seeds or args.models or args.trace):
+    if args.robust is None and not (args.seeds or args.models or args.trace or args.model_uncertainty):
         return None
     from dse.search.front import robust as rb
     from dse.search.execute.runner import evaluate_design
+    if args.model_uncertainty:
+        from dse.search.front import model_uncertainty as mu
+        if not res.candidates():
+            raise ConfigError(f"{res.cfg.source}: no feasible design to re-evaluate")
+        return mu.model_uncertainty_knees(res, args.model_uncertainty, evaluate_design, jobs=args.jobs)
     if args.models:
         variants = rb.model_variants(_names(args.models, "--models", res))
     elif args.trace:
