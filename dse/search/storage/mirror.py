@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from dse.search.storage import optuna_compat, optuna_read
 from dse.search.storage.storage import finish_trial
-from dse.search.storage.stored import sampler_form, stored_form
+from dse.search.storage.stored import demote_twins, sampler_form, stored_form, stored_state
 
 
 class StudyMirror:
@@ -143,9 +143,10 @@ class StudyMirror:
             if rdb is not None:
                 pid, number = optuna_compat.add_finished_trial(rdb, self.sid, stored_form(ft))
                 self.seen.add(pid)
+                self.demote_twins([ft])
                 return number
-            pid = self.storage.create_new_trial(self.sid)
-            finish_trial(self.storage, pid, ft)
+            # one record on a journal: a full disk cannot leave a trial half written (RUNNING)
+            pid = self.storage.create_new_trial(self.sid, template_trial=stored_form(ft))
         self.seen.add(pid)
         return self.storage.get_trial_number_from_id(pid)
 
@@ -182,7 +183,15 @@ class StudyMirror:
 
         _, ids = optuna_compat.add_finished_trials(rdb, self.sid, prepare)
         self.seen.update(ids)
+        self.demote_twins(fts)
         return shift
+
+    def demote_twins(self, fts: Sequence) -> int:
+        """After a write: another process (a second ``dse run`` or a ``dse worker`` on the same
+        database) may have written one of these designs COMPLETE meanwhile; all but the first
+        such trial of a design become repeats (``stored.demote_twins``). One query per write."""
+        keys = [ft.user_attrs["design_key"] for ft in fts if "design_key" in ft.user_attrs and _stored_complete(ft)]
+        return demote_twins(self.storage, self.sid, keys)
 
     def _fill(self, pid: int, ft) -> int:
         """Write a finished trial into a persistent WAITING trial (claimed first); returns the id
@@ -205,3 +214,11 @@ def renumber_repeat(ft, first: int, shift: int) -> None:
     rec["duplicate_of"] = dup + shift
     if str(ft.user_attrs.get(OUTCOME_ATTR, "")).startswith("repeat of trial "):
         ft.user_attrs[OUTCOME_ATTR] = f"repeat of trial {dup + shift}"
+
+
+def _stored_complete(ft) -> bool:
+    """Whether the told trial ``ft`` is stored COMPLETE (``stored.stored_form``, without the copy)."""
+    rec = ft.user_attrs.get("dse")
+    if rec is None or ft.state.name != "COMPLETE":
+        return False
+    return stored_state(bool(rec.get("feasible")), list(ft.values), rec.get("duplicate_of")) == "COMPLETE"

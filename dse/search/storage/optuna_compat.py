@@ -174,6 +174,24 @@ def complete_ids_with_user_attr(rdb_storage: Any, sid: int, key: str, value: Any
         session.close()
 
 
+def twin_values(rdb_storage: Any, sid: int, key: str, values: Sequence[Any] | None = None) -> list[Any]:
+    """The values of user attribute ``key`` that two or more COMPLETE trials of the study hold
+    (among ``values`` if given): one grouped query."""
+    import sqlalchemy as sa
+    from optuna.trial import TrialState
+    M = models()
+    T, U = M.TrialModel, M.TrialUserAttributeModel
+    q = (sa.select(U.value_json).select_from(T).join(U, U.trial_id == T.trial_id)
+         .where(T.study_id == sid, T.state == TrialState.COMPLETE, U.key == key))
+    if values is not None:
+        q = q.where(U.value_json.in_([json.dumps(v) for v in values]))
+    session = _session(rdb_storage)
+    try:
+        return [json.loads(v) for (v,) in session.execute(q.group_by(U.value_json).having(sa.func.count() > 1))]
+    finally:
+        session.close()
+
+
 def oldest_waiting_ids(rdb_storage: Any, sid: int, limit: int) -> list[int]:
     """Ids of the ``limit`` lowest-numbered WAITING trials of a study."""
     import sqlalchemy as sa

@@ -33,7 +33,7 @@ from dse.errors import ConfigError
 from dse.lifetime import quiet_interrupted_cleanup
 from dse.search.storage import optuna_compat
 from dse.search.storage.sqlite_guard import sqlite_engine_kwargs
-from dse.search.storage.stored import FORM_ATTR, constraint_keys, migrate, stored_form
+from dse.search.storage.stored import FORM_ATTR, constraint_keys, demote_twins, migrate, stored_form
 from dse.search.storage.target import RDB_SCHEMES, check_target, is_journal, journal_path, sqlite_path  # noqa: F401
 
 HEARTBEAT_INTERVAL_S = 10          # default; a study's ``heartbeat`` or ``dse worker --heartbeat`` sets it
@@ -263,6 +263,7 @@ def open_study(cfg: Any, *, create: bool, sampler: Any = None):
     if FORM_ATTR not in attrs and migrate(storage, optuna_compat.study_id(study), cfg.objectives.names,
                                           constraint_keys(cfg)):
         study.set_user_attr(FORM_ATTR, 1)   # trials of an earlier version rewritten (dse.search.storage.stored)
+    demote_twins(storage, optuna_compat.study_id(study))   # twins a crashed or older writer left COMPLETE
     return study, storage
 
 

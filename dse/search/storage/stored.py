@@ -171,6 +171,18 @@ def demote_repeats(storage: Any, sid: int, key: str) -> int:
     return len(items)
 
 
+def demote_twins(storage: Any, sid: int, keys: Sequence[str] | None = None) -> int:
+    """``demote_repeats`` for every design (of ``keys`` if given) that two or more COMPLETE
+    trials hold: one query, then one rewrite per such design. Every writer of a study runs it
+    after its write is committed (``dse run``: ``StudyMirror.write`` / ``write_batch``; ``dse
+    worker``: per trial), and ``dse run`` / ``dse worker`` once on opening a study; the last of
+    two racing writers sees both trials. Returns how many trials were demoted (0 off RDB)."""
+    rdb = optuna_compat.rdb(storage)
+    if rdb is None or (keys is not None and not keys):
+        return 0
+    return sum(demote_repeats(storage, sid, k) for k in optuna_compat.twin_values(rdb, sid, "design_key", keys))
+
+
 def is_scored(t: Any) -> bool:
     """Whether a stored (or told) trial was evaluated and told values: it counts toward a
     study's target of finished trials, whatever state it is stored in."""

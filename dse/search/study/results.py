@@ -188,10 +188,11 @@ def results_from_trials(cfg: StudyConfig, trials: list, study_attrs: dict[str, A
     its summary this way from the trials it holds (``held_results``)."""
     by_number = {t.number: t for t in trials}
     cnames = constraint_keys(cfg)
+    twin_of = _twins(trials)
     recs = []
     for t in trials:
         ua = t.user_attrs.get("dse", {})
-        dup = ua.get("duplicate_of")
+        dup = ua.get("duplicate_of", twin_of.get(t.number))
         metrics = ua.get("metrics")
         if metrics is None and dup is not None and dup in by_number:
             metrics = by_number[dup].user_attrs.get("dse", {}).get("metrics")
@@ -203,9 +204,27 @@ def results_from_trials(cfg: StudyConfig, trials: list, study_attrs: dict[str, A
             params=dict(t.params) if t.state.name != "WAITING" else dict(t.system_attrs.get("fixed_params", {})),
             design_key=str(t.user_attrs.get("design_key", "")), duplicate_of=dup, metrics=dict(metrics or {}),
             constraints=_named(t.constraints, cnames), error=str(ua.get("error", "")),
-            stored=t.state.name, outcome=str(t.user_attrs.get(OUTCOME_ATTR, "")),
+            stored=t.state.name, outcome=str(t.user_attrs.get(OUTCOME_ATTR, "") or (
+                f"repeat of trial {dup}" if t.number in twin_of else "")),
             screened=str(t.user_attrs.get("screened", ""))))
     return StudyResults(cfg, recs, study_attrs)
+
+
+def _twins(trials: list) -> dict[int, int]:
+    """{number: first number} of the trials stored COMPLETE whose design an earlier trial stored
+    COMPLETE holds too: two writers raced on one design and nothing demoted the later one yet
+    (a journal storage cannot; a writer killed before it did). They read as repeats, as
+    ``stored.demote_repeats`` stores them on RDB storages, so no design is counted twice."""
+    first: dict[str, int] = {}
+    out = {}
+    for t in sorted((t for t in trials if t.state.name == "COMPLETE" and "design_key" in t.user_attrs
+                     and t.user_attrs.get("dse", {}).get("duplicate_of") is None), key=lambda t: t.number):
+        key = t.user_attrs["design_key"]
+        if key in first:
+            out[t.number] = first[key]
+        else:
+            first[key] = t.number
+    return out
 
 
 def held_results(cfg: StudyConfig, finished: list, numbers: list[int], stored: list,
