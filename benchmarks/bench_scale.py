@@ -8,8 +8,9 @@ Run: python benchmarks/bench_scale.py [--steps 512] [--trials 768] [--batch 24] 
    ``dse run --jobs J`` for each J of ``--jobs`` and on a local Dask cluster of ``--dask``
    workers, each from a fresh storage and a fresh cache holding only the traces (generated once
    beforehand). Every run counts its warm-state builds (``DSE_WARM_BUILD_LOG``: one line per
-   unit layout built, in whichever process built it) against the distinct scheduling domains its
-   designs meet: they must be equal whatever the worker count (``dse.mapping.warm_cache``). Per
+   unit layout or rounds' lead-job table built, in whichever process built it) against the
+   distinct scheduling domains its designs meet: layouts must equal domains, and no table is built
+   twice, whatever the worker count (``dse.mapping.warm_cache``). Per
    run: wall time, CPU time of the run's processes (user + system, ``wait4``), peak resident
    memory of the largest process, builds, domains, and the speed-up over ``--jobs 1``.
 2. **Costs.** The ``--jobs 1`` run's designs are evaluated again in a fresh process, in trial
@@ -78,10 +79,12 @@ def run(study: Path, traces: Path, cache: Path, jobs: int, backend: str = "loky"
     if os.waitstatus_to_exitcode(status):
         raise SystemExit(f"dse run failed: {err.strip()[-2000:]}")
     s = json.loads(out)
-    lines = log.read_text().splitlines() if log.exists() else []
+    lines = [x.split() for x in (log.read_text().splitlines() if log.exists() else [])]
+    layouts = [x[0] for x in lines if x[2] == "layout"]
+    tables = [x[0] for x in lines if x[2] == "table"]
     s.update(wall=wall, cpu=usage.ru_utime + usage.ru_stime, rss_mb=usage.ru_maxrss / 1024,
-             builds=len(lines), built_keys=len({x.split()[0] for x in lines}),
-             builders=len({x.split()[1] for x in lines}), stderr=err.strip())
+             builds=len(layouts), built_keys=len(set(layouts)), tables=len(tables), table_keys=len(set(tables)),
+             builders=len({x[1] for x in lines}), stderr=err.strip())
     return s
 
 
@@ -222,14 +225,16 @@ def main() -> None:
                      shared=extra.get("DSE_WARM_CACHE_DIR") != "off")
             results.append(s)
             print(f"[scale] {label}: {s['wall']:.1f} s wall, {s['cpu']:.1f} s CPU, peak RSS {s['rss_mb']:.0f} MB, "
-                  f"{s['builds']} warm builds in {s['builders']} processes for {d} domains "
-                  f"({'equal' if s['builds'] == d else 'NOT EQUAL'}), {n} designs")
+                  f"{s['builds']} layout builds in {s['builders']} processes for {d} domains "
+                  f"({'equal' if s['builds'] == d else 'NOT EQUAL'}), {s['tables']} round tables built "
+                  f"({s['table_keys']} distinct), {n} designs")
         base = results[0]
         print(f"[scale] {'run':28s} {'wall s':>7s} {'CPU s':>7s} {'RSS MB':>7s} {'builds':>6s} {'domains':>7s} "
-              f"{'speed-up':>8s} {'CPU ratio':>9s}")
+              f"{'tables':>6s} {'distinct':>8s} {'speed-up':>8s} {'CPU ratio':>9s}")
         for s in results:
             print(f"[scale] {s['label']:28s} {s['wall']:7.1f} {s['cpu']:7.1f} {s['rss_mb']:7.0f} {s['builds']:6d} "
-                  f"{s['domains']:7d} {base['wall'] / s['wall']:7.2f}x {s['cpu'] / base['cpu']:8.2f}x")
+                  f"{s['domains']:7d} {s['tables']:6d} {s['table_keys']:8d} {base['wall'] / s['wall']:7.2f}x "
+                  f"{s['cpu'] / base['cpu']:8.2f}x")
         same = all(s["builds"] == s["domains"] for s in results if s["shared"])
         print(f"[scale] warm builds = distinct domains in every run with the shared folder: {'yes' if same else 'NO'}")
         c = costs(base["study"], traces, tmp)

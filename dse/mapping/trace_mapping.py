@@ -105,10 +105,11 @@ _LOAD_DIGESTS: dict[int, tuple[object, str]] = {}    # id(workload) -> (workload
 _LAYOUT_CODE: list[str] = []
 
 
-def shared_layout(wl: Workload, dom: pl.Domain, policy: str, slot: np.ndarray, sch: Scheduler) -> np.ndarray:
+def shared_layout(wl: Workload, dom: pl.Domain, policy: str, slot: np.ndarray, sch: Scheduler
+                  ) -> tuple[np.ndarray, str]:
     """The unit layout of ``wl``'s measured window on ``dom`` under ``slot``, built once per
     study by one process and memory-mapped read-only by every other (``warm_cache.shared_array``),
-    keyed by content: the loads, the domain, the policy, the placement and the scheduler's code."""
+    and its key: a digest of the loads, the domain, the policy, the placement and the scheduler's code."""
     if not _LAYOUT_CODE:
         from pathlib import Path
         from dse.mapping import scheduler
@@ -121,7 +122,62 @@ def shared_layout(wl: Workload, dom: pl.Domain, policy: str, slot: np.ndarray, s
             _LOAD_DIGESTS.clear()
         hit = _LOAD_DIGESTS[id(wl)] = (wl, warm_cache.content_key(wl.load))
     key = warm_cache.content_key("layout", _LAYOUT_CODE[0], hit[1], dom, policy, np.asarray(slot))
-    return warm_cache.shared_array(key, lambda: sch.layout(wl.load))
+    return warm_cache.shared_array(key, lambda: sch.layout(wl.load)), key
+
+
+# memo entries (key family -> arrays in the value) built once per study and shared like the layout:
+# the rounds' lead-job table of ``dse.mapping.rounds`` ((K_n, most streams) per tile width, pooling
+# and groups), design-independent given the layout and ~1 s of CPU per entry at 512 steps
+SHARED_MEMO = {"leads": 2}
+
+
+class SharedMemo(dict):
+    """A cached layout's memo: a ``SHARED_MEMO`` entry missing here is claimed in the shared folder
+    (``warm_cache.claim``: mapped if another process built it, else this process builds it, under
+    the entry's lock) when its key is tested (``key in memo``), and published when it is set."""
+
+    def __init__(self, layout_key: str):
+        super().__init__()
+        self.layout_key = layout_key
+        self.claimed: set = set()
+
+    def _shared(self, key) -> str:
+        if not _MEMO_CODE:
+            from pathlib import Path
+            from dse.mapping import rounds
+            _MEMO_CODE.append(warm_cache.content_key(Path(rounds.__file__).read_bytes()))
+        return warm_cache.content_key("memo", self.layout_key, _MEMO_CODE[0], key)
+
+    def __contains__(self, key) -> bool:
+        if dict.__contains__(self, key):
+            return True
+        parts = SHARED_MEMO.get(key[0]) if isinstance(key, tuple) and key else None
+        if parts is None or key in self.claimed:
+            return False
+        hit = warm_cache.claim(self._shared(key), parts)
+        if hit is None:
+            self.claimed.add(key)
+            return False
+        dict.__setitem__(self, key, hit)
+        return True
+
+    def __setitem__(self, key, value) -> None:
+        if key in self.claimed:
+            self.claimed.discard(key)
+            if isinstance(value, tuple) and len(value) == SHARED_MEMO[key[0]] and \
+                    all(isinstance(v, np.ndarray) for v in value):
+                value = warm_cache.publish(self._shared(key), value, kind="table")
+            else:
+                warm_cache.release(self._shared(key))
+        dict.__setitem__(self, key, value)
+
+
+_MEMO_CODE: list[str] = []
+
+
+def _new_entry(wl: Workload, dom: pl.Domain, policy: str, slot: np.ndarray, sch: Scheduler) -> tuple:
+    layout, key = shared_layout(wl, dom, policy, slot, sch)
+    return layout, SharedMemo(key)
 
 
 def schedule_workload(wl: Workload, point, n_experts: int) -> tuple[pl.Domain, Schedule]:
@@ -134,7 +190,7 @@ def schedule_workload(wl: Workload, point, n_experts: int) -> tuple[pl.Domain, S
     if wl.load is None:
         return dom, sch.run(wl.chunks())
     key = ("layout", wl.key, dom, p.placement)
-    entry = PLACEMENTS.get_or_make(key, lambda: (shared_layout(wl, dom, p.placement, slot, sch), {}))
+    entry = PLACEMENTS.get_or_make(key, lambda: _new_entry(wl, dom, p.placement, slot, sch))
     kept = tuple(entry[1])
     sched = sch.run_layout([entry[0]], entry[1])
     if tuple(entry[1]) != kept:        # its memo grew (or dropped tables): counted again against the bound

@@ -150,8 +150,9 @@ BUILD_LOG_ENV = "DSE_WARM_BUILD_LOG"       # a file each build appends a line to
 LOCK_WAIT_S = 120.0                        # longest wait for another process building the same entry
 LOCK_STALE_S = 600.0                       # a lock this old (or of a dead process here) is abandoned
 LOCK_POLL_S = 0.004
-BUILDS = [0]                               # builds in this process (``shared_array``'s compute calls)
+BUILDS = [0]                               # builds in this process (``publish`` calls)
 _WARNED: list[str] = []
+_HELD: set[str] = set()                    # keys whose build lock this process holds
 
 
 def arrays_dir() -> Path | None:
@@ -185,53 +186,96 @@ def content_key(*parts) -> str:
 
 def shared_array(key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
     """The array of ``key`` (a ``content_key``): memory-mapped read-only from the shared folder,
-    else built by ``compute()`` in exactly one process at a time (an ``O_EXCL`` lock file; the
-    others wait for its entry), written atomically (a temporary file in the same folder, then
-    ``os.replace``) and mapped. A folder that cannot be written (full disk, read-only) degrades to
-    the array in memory, with one warning line per process; a damaged entry is a miss."""
+    else built by ``compute()`` in exactly one process at a time (``claim``, ``publish``)."""
+    hit = claim(key)
+    return hit[0] if hit is not None else publish(key, (compute(),))[0]
+
+
+def claim(key: str, parts: int = 1) -> tuple[np.ndarray, ...] | None:
+    """The ``parts`` arrays of ``key`` mapped read-only from the shared folder, waiting for the
+    process that builds them if there is one; None: this process builds them (it then holds the
+    entry's ``O_EXCL`` lock file when it could take one) and hands them to ``publish`` (or
+    ``release``s the entry)."""
     d = arrays_dir()
     if d is None:
-        return _build(key, compute)
-    file = d / f"{key}.npy"
+        return None
     deadline = time.monotonic() + LOCK_WAIT_S
     while True:
-        hit = _map(file)
+        hit = _map_all(d, key, parts)
         if hit is not None:
             return hit
         got = _lock(d, key)
         if got is True:
-            try:
-                hit = _map(file)                   # written between the miss and the lock
-                if hit is not None:
-                    return hit
-                a = _build(key, compute)
-                if not _store_shared(file, a):
-                    return a
-                _evict(d, arrays_bound_bytes(), keep=file)
-                return _map(file, touch=False) if file.exists() else a
-            finally:
+            hit = _map_all(d, key, parts)           # written between the miss and the lock
+            if hit is not None:
                 _unlock(d, key)
+                return hit
+            _HELD.add(key)
+            return None
         if got is None or time.monotonic() > deadline:
-            return _build(key, compute)           # no lock to be had: this process builds its own
+            return None                             # no lock to be had: this process builds its own
         if _stale(d / f".{key}.lock"):
             _unlock(d, key)
             continue
         time.sleep(LOCK_POLL_S)
 
 
-def _build(key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+def publish(key: str, arrays: tuple, kind: str = "layout") -> tuple:
+    """Count the build of ``key`` (``BUILDS``, ``DSE_WARM_BUILD_LOG``: a line ``key pid kind``),
+    write its arrays atomically (each to a temporary file in the same folder, then ``os.replace``;
+    the first part last) and return them mapped; a folder that cannot be written (full disk,
+    read-only) leaves them in memory, with one warning line per process."""
+    _count(key, kind)
+    d = arrays_dir()
+    try:
+        if d is None:
+            return arrays
+        files = _files(d, key, len(arrays))
+        for f, a in reversed(list(zip(files, arrays))):
+            if not _store_shared(f, a):
+                return arrays
+        _evict(d, arrays_bound_bytes(), keep={str(f) for f in files})
+        hit = _map_all(d, key, len(arrays), touch=False)
+        return hit if hit is not None else arrays
+    finally:
+        release(key)
+
+
+def release(key: str) -> None:
+    """Give up the build lock of ``key`` if this process holds it (``claim``)."""
+    if key in _HELD:
+        _HELD.discard(key)
+        d = arrays_dir()
+        if d is not None:
+            _unlock(d, key)
+
+
+def _files(d: Path, key: str, parts: int) -> list[Path]:
+    return [d / f"{key}.npy"] if parts == 1 else [d / f"{key}.{i}.npy" for i in range(parts)]
+
+
+def _map_all(d: Path, key: str, parts: int, touch: bool = True) -> tuple | None:
+    out = []
+    for f in _files(d, key, parts):
+        a = _map(f, touch)
+        if a is None:
+            return None
+        out.append(a)
+    return tuple(out)
+
+
+def _count(key: str, kind: str) -> None:
     BUILDS[0] += 1
     log = os.environ.get(BUILD_LOG_ENV)
     if log:
         try:
             fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             try:
-                os.write(fd, f"{key} {os.getpid()}\n".encode())
+                os.write(fd, f"{key} {os.getpid()} {kind}\n".encode())
             finally:
                 os.close(fd)
         except OSError:
             pass
-    return compute()
 
 
 def _map(file: Path, touch: bool = True) -> np.ndarray | None:
@@ -314,7 +358,7 @@ def _warn(d: Path, exc: OSError) -> None:
               f"building warm state in memory instead", file=sys.stderr, flush=True)
 
 
-def _evict(d: Path, bound: int, keep: Path) -> None:
+def _evict(d: Path, bound: int, keep: set[str]) -> None:
     """Delete the least recently used entries until the folder holds at most ``bound`` bytes
     (a mapped entry stays readable by the processes that mapped it)."""
     try:
@@ -326,7 +370,7 @@ def _evict(d: Path, bound: int, keep: Path) -> None:
     for _, size, path in sorted(entries):
         if total <= bound:
             break
-        if path == str(keep):
+        if path in keep:
             continue
         try:
             os.unlink(path)

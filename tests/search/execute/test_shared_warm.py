@@ -42,13 +42,13 @@ pooling = { type = "categorical", choices = ["direct", "broadcast"] }
 """
 
 
-def _run(d: Path, jobs: int) -> tuple[list[str], list]:
+def _run(d: Path, jobs: int, **extra: str) -> tuple[list[str], list]:
     d.mkdir(parents=True)
     (d / "space.toml").write_text(SPACE)
     (d / "s.toml").write_text(STUDY.format(root=ROOT))
     log = d / "builds.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DSE_")}
-    env.update(DSE_CACHE_DIR=str(d / "cache"), DSE_WARM_BUILD_LOG=str(log))
+    env.update(DSE_CACHE_DIR=str(d / "cache"), DSE_WARM_BUILD_LOG=str(log), **extra)
     p = subprocess.run([sys.executable, "-m", "dse", "run", str(d / "s.toml"), "--jobs", str(jobs)],
                        capture_output=True, text=True, env=env, cwd=d, timeout=300)
     assert p.returncode == 0, p.stderr
@@ -56,13 +56,33 @@ def _run(d: Path, jobs: int) -> tuple[list[str], list]:
     return (log.read_text().split("\n")[:-1] if log.exists() else []), records
 
 
+def _keys(lines: list[str], kind: str) -> list[str]:
+    return [x.split()[0] for x in lines if x.split()[2] == kind]
+
+
 @pytest.mark.parametrize("jobs", [1, 2, 4])
 def test_warm_builds_equal_distinct_domains_at_any_worker_count(tmp_path, jobs):
+    """Layouts: one build per distinct (model, domain, placement); the rounds' lead-job tables
+    (per layout, tile width, pooling and groups): each built once, the same set at every --jobs."""
     builds, records = _run(tmp_path / f"j{jobs}", jobs)
-    keys = [line.split()[0] for line in builds]
+    keys, tables = _keys(builds, "layout"), _keys(builds, "table")
     domains = {layout_domain(r.design, "qwen3.5-35b-a3b") for r in records if r.duplicate_of is None} - {None}
     assert len(keys) == len(set(keys)) == len(domains) > 4
+    assert len(tables) == len(set(tables)) > len(keys)
     if jobs > 1:
-        _, serial = _run(tmp_path / "serial", 1)
+        sbuilds, serial = _run(tmp_path / "serial", 1)
         rows = lambda rs: [(r.number, r.params, r.values) for r in rs]  # noqa: E731
         assert rows(records) == rows(serial)
+        assert set(tables) == set(_keys(sbuilds, "table"))
+
+
+def test_shared_warm_state_gives_the_metrics_of_none(tmp_path):
+    """The same study with every process building its own warm state (DSE_WARM_CACHE_DIR=off):
+    the same trials and values, bit for bit, and nothing written to a shared folder."""
+    _, shared = _run(tmp_path / "shared", 2)
+    builds, alone = _run(tmp_path / "alone", 2, DSE_WARM_CACHE_DIR="off")
+    rows = lambda rs: [(r.number, r.params, r.values, r.feasible, r.metrics) for r in rs]  # noqa: E731
+    assert rows(shared) == rows(alone)
+    assert any(((r.metrics or {}).get("qwen3.5-35b-a3b") or {}).get("ffn_us_per_token_scheduled")
+               for r in shared)                                    # the rounds' tables were used
+    assert not (tmp_path / "alone" / "cache" / "layouts").exists()
