@@ -143,9 +143,10 @@ class SharedMemo(dict):
 
     def _shared(self, key) -> str:
         if not _MEMO_CODE:
+            import importlib.util        # its source, not the module: rounds imports this one
             from pathlib import Path
-            from dse.mapping import rounds
-            _MEMO_CODE.append(warm_cache.content_key(Path(rounds.__file__).read_bytes()))
+            src = importlib.util.find_spec("dse.mapping.rounds")
+            _MEMO_CODE.append(warm_cache.content_key(Path(src.origin).read_bytes() if src and src.origin else b""))
         return warm_cache.content_key("memo", self.layout_key, _MEMO_CODE[0], key)
 
     def __contains__(self, key) -> bool:
