@@ -257,3 +257,21 @@ def test_two_processes_writing_one_key_build_it_once(tmp_path):
     with mp.get_context("spawn").Pool(3) as p:
         sums = p.map(_race, [args] * 3)
     assert sums == [499500] * 3 and len(_builds(tmp_path)) == 1
+
+
+def test_a_claimed_entry_is_published_in_parts_or_released(tmp_path, monkeypatch):
+    """``claim`` a missing entry: this process holds its lock until it ``publish``es the arrays
+    (each part its own file, mapped back) or ``release``s it (nothing written)."""
+    _shared_env(tmp_path, monkeypatch)
+    d = tmp_path / "shared"
+    key, other = warm_cache.content_key("parts"), warm_cache.content_key("given up")
+    assert warm_cache.claim(key, 2) is None and (d / f".{key}.lock").exists()
+    parts = (np.arange(6, dtype=np.int64).reshape(2, 3), np.ones(4, dtype=np.int64))
+    got = warm_cache.publish(key, parts, kind="table")
+    assert not (d / f".{key}.lock").exists() and all(isinstance(g, np.memmap) for g in got)
+    again = warm_cache.claim(key, 2)
+    assert all(np.array_equal(a, b) for a, b in zip(again, parts)) and len(again) == 2
+    assert [x.split()[2] for x in _builds(tmp_path)] == ["table"]
+    assert warm_cache.claim(other, 2) is None
+    warm_cache.release(other)
+    assert not (d / f".{other}.lock").exists() and not list(d.glob(f"{other}*"))
