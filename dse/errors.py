@@ -70,3 +70,23 @@ def type_name(value: Any) -> str:
         if isinstance(value, typ):
             return name
     return "a date/time" if hasattr(value, "isoformat") else type(value).__name__
+
+
+def disk_full(exc: BaseException | None) -> str | None:
+    """What a full disk or the file-size limit did to a write, found in the chain of ``exc``
+    (an ``OSError`` ENOSPC / EFBIG / EDQUOT, SQLite's "database or disk is full" or its
+    "disk I/O error" wrapped by SQLAlchemy and optuna), or None for any other exception."""
+    import errno
+    import os
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+            return os.strerror(exc.errno)
+        text = str(exc).lower()
+        if "database or disk is full" in text:
+            return "the database or disk is full"
+        if "disk i/o error" in text:
+            return "disk I/O error: a full disk, the file-size limit or a failing disk"
+        exc = exc.__cause__ or exc.__context__
+    return None

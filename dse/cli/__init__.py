@@ -1,7 +1,8 @@
 """The `dse` command line: a thin shell over the package.
 
 Each sub-command lives in its own module with ``register(subparsers)``; the module sets
-``func`` on its parser. User mistakes (DSEError) print one line and exit 2; Ctrl-C exits 130.
+``func`` on its parser. User mistakes (DSEError) print one line and exit 2; so does a write that a
+full disk or the file-size limit stops (``dse.errors.disk_full``); Ctrl-C exits 130.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import importlib
 import os
 import sys
 
-from dse.errors import DSEError
+from dse.errors import DSEError, disk_full
 
 COMMAND_MODULES = (
     "dse.cli.evaluate",
@@ -71,6 +72,15 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
         return 0
+    except Exception as exc:     # a full disk or the file-size limit: one line; anything else is a bug
+        why = disk_full(exc)
+        if why is None:
+            raise
+        from dse.search.storage.storage import mask_url
+        where = f"storage {mask_url(args.storage)}" if getattr(args, "storage", None) else "the study's storage"
+        print(f"dse: error: {where}: a write failed ({why}); every trial written before it is kept: free "
+              f"space (or raise the file-size limit) and run the same command again to resume", file=sys.stderr)
+        return 2
     return int(rc or 0)
 
 

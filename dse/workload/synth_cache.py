@@ -9,6 +9,7 @@ table, the package and NumPy versions), so a hit is bit-identical to a fresh gen
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -60,17 +61,26 @@ def _load(file: Path, meta_file: Path, shape: tuple[int, ...]) -> Trace | None:
 
 
 def _store(file: Path, meta_file: Path, tr: Trace) -> None:
+    """Write one entry atomically: each file as a temporary file in the same folder, renamed into
+    place (``os.replace``) once whole, the metadata first. A full disk or the file-size limit
+    (ENOSPC, EFBIG) leaves the entry absent and no temporary file behind: never half written
+    under its name (``tests/workload/test_trace_cache_faults.py``)."""
+    tmps: list[Path] = []
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+        tmps.append(tmp)
         with open(tmp, "wb") as fh:
             np.save(fh, np.ascontiguousarray(tr.experts), allow_pickle=False)
         mtmp = meta_file.with_name(f".{meta_file.name}.{os.getpid()}.tmp")
+        tmps.append(mtmp)
         mtmp.write_text(json.dumps(asdict(tr.meta)))
         os.replace(mtmp, meta_file)
         os.replace(tmp, file)            # the ids last: a visible .npy always has its metadata
-    except OSError:
-        pass                             # a read-only or full cache is only slower, never wrong
+    except OSError:                      # a read-only or full cache is only slower, never wrong
+        for t in tmps:
+            with contextlib.suppress(OSError):
+                t.unlink()
 
 
 def generate_cached(model, batch: int, steps: int, seed: int, prof: str | None) -> Trace:

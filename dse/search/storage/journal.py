@@ -10,6 +10,12 @@ number, and the same error for a line that is not valid JSON or has no line end 
 another line follows it; a last line being written is left for the next read). A chunk whose
 array does not parse is parsed line by line, as optuna does. ``tests/search/storage/test_journal.py``
 compares both on whole, truncated and corrupted logs.
+
+``append_logs`` writes as optuna's does (under the same lock, then ``fsync``), but never leaves a
+record half written: a write that fails (a full disk, the file-size limit) is cut off again, and
+a record a killed writer left without its line end is cut off before the next append (otherwise
+the next record would be glued to it and every later read would fail on that line).
+``tests/search/storage/test_faults.py`` writes journals on a full disk.
 """
 from __future__ import annotations
 
@@ -18,12 +24,31 @@ import os
 from typing import Any, Iterator
 
 from optuna.storages.journal import JournalFileBackend
+from optuna.storages.journal._file import get_lock_file
 
 CHUNK = 2000                      # complete lines per json.loads call
 
 
 class ChunkedJournalFileBackend(JournalFileBackend):
-    """``JournalFileBackend`` whose ``read_logs`` parses ``CHUNK`` lines per call (module docstring)."""
+    """``JournalFileBackend`` whose ``read_logs`` parses ``CHUNK`` lines per call and whose
+    ``append_logs`` leaves no record half written (module docstring)."""
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        data = ("\n".join(json.dumps(log, separators=(",", ":")) for log in logs) + "\n").encode("utf-8")
+        with get_lock_file(self._lock):
+            fd = os.open(self._file_path, os.O_RDWR)
+            try:
+                end = whole_end(fd)
+                try:
+                    pos = end
+                    while pos < end + len(data):
+                        pos += os.pwrite(fd, data[pos - end:], pos)
+                    os.fsync(fd)
+                except OSError:
+                    os.ftruncate(fd, end)     # the records written so far, whole, and nothing else
+                    raise
+            finally:
+                os.close(fd)
 
     def read_logs(self, log_number_from: int) -> Iterator[dict[str, Any]]:
         offsets = self._log_number_offset
@@ -86,3 +111,20 @@ class ChunkedJournalFileBackend(JournalFileBackend):
                 return err
             yield log
         return None
+
+
+def whole_end(fd: int, block: int = 1 << 16) -> int:
+    """The end of the last whole record (line) of the journal open as ``fd``; a trailing record
+    without its line end (a write cut short) is cut off first."""
+    size = os.fstat(fd).st_size
+    pos = size
+    while pos > 0:
+        start = max(0, pos - block)
+        cut = os.pread(fd, pos - start, start).rfind(b"\n")
+        if cut >= 0:
+            pos = start + cut + 1
+            break
+        pos = start
+    if pos != size:
+        os.ftruncate(fd, pos)
+    return pos
