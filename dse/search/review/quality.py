@@ -144,6 +144,12 @@ def knee_settledness(res) -> dict[str, Any]:
     batch, p = res.cfg.batch, knee.patience
     numbers = sorted(r.number for r in res.complete)
     cuts = [c for c in range(len(numbers), 0, -batch)][:p + 1][::-1]
+    if res.cfg.sampler == "grid" and len(numbers) >= res.cfg.trials and numbers:   # every point: the front is exact
+        _, kc = knee_candidates(res)
+        if not kc.candidates:
+            return {"settled": False, "batches": len(cuts), "reason": "no feasible design"}
+        return {"settled": not kc.ambiguous, "batches": len(cuts),
+                "reason": "the knee choice is ambiguous" if kc.ambiguous else "every grid point evaluated, clear margin"}
     if len(cuts) < p + 1:
         return {"settled": False, "batches": len(cuts), "reason": f"fewer than {p + 1} batches"}
     cand = res.candidates()

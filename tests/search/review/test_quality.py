@@ -127,7 +127,7 @@ def _records(res, rows):
 def test_knee_settledness_needs_unchanged_candidates_and_a_clear_margin(tmp_path):
     """Settled: the same top candidates and scores at the ends of the last patience + 1 batches
     (batch 4, patience 3 here) and a clear margin; a knee that appears late is not settled."""
-    res = fake_study(tmp_path)                       # batch 4; minimise a, maximise b
+    res = fake_study(tmp_path, grid=False)           # batch 4; minimise a, maximise b
     front = [(1, 0.0, 0.0), (2, 0.5, 2.0), (3, 1.0, 2.3), (4, 2.0, 2.5)]     # a clear bulge at side 2
     filler = [(5, 9.0, -1.0 - i) for i in range(12)]                          # dominated trials
     settled = quality.knee_settledness(_records(res, front + filler))
@@ -141,3 +141,11 @@ def test_knee_settledness_needs_unchanged_candidates_and_a_clear_margin(tmp_path
     tie = [(1 if x < 0.5 else 2, float(x), -float(y)) for x, y in two_bulges(0.080, 0.078, n=21)]  # two equal bulges
     amb = quality.knee_settledness(_records(res, tie + filler))
     assert not amb["settled"] and "ambiguous" in amb["reason"]
+
+
+def test_an_exhausted_grid_is_settled_when_its_knee_is_clear(tmp_path):
+    res = fake_study(tmp_path)                       # grid of 12 points, 3 batches: all evaluated
+    assert len(res.complete) == res.cfg.trials == 12
+    got = quality.knee_settledness(res)
+    assert got["settled"] is (not quality.knee_candidates(res)[1].ambiguous)
+    assert "every grid point" in got["reason"] or "ambiguous" in got["reason"]
