@@ -22,6 +22,7 @@ The same newer-schema check on a database server is made by optuna itself when i
 """
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from pathlib import Path
@@ -229,8 +230,9 @@ def _check_sqlite_content(path: Path) -> None:
                           f"upgrade optuna (pip install -U optuna) to open it")
 
 
-def known_revisions() -> set[str]:
-    """The schema revisions of this optuna's migration scripts."""
+@functools.lru_cache(maxsize=1)
+def known_revisions() -> frozenset[str]:
+    """The schema revisions of this optuna's migration scripts (read once per process)."""
     import re
 
     from dse.search.storage.rdb_version import optuna_versions_dir
@@ -239,7 +241,7 @@ def known_revisions() -> set[str]:
         m = re.search(r"""^revision\s*(?::[^=]*)?=\s*['"]([^'"]+)['"]""", p.read_text(encoding="utf-8"), re.MULTILINE)
         if m:
             out.add(m.group(1))
-    return out
+    return frozenset(out)
 
 
 def _check_journal_content(path: Path) -> None:
