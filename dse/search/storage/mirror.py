@@ -142,8 +142,10 @@ class StudyMirror:
             rdb = optuna_compat.rdb(self.storage)
             if rdb is not None:
                 pid, number = optuna_compat.add_finished_trial(rdb, self.sid, stored_form(ft))
+                others = number != len(self.seen)      # trials this mirror has not seen: other writers
                 self.seen.add(pid)
-                self.demote_twins([ft])
+                if others:
+                    self.demote_twins([ft])
                 return number
             # one record on a journal: a full disk cannot leave a trial half written (RUNNING)
             pid = self.storage.create_new_trial(self.sid, template_trial=stored_form(ft))
@@ -171,11 +173,12 @@ class StudyMirror:
         Returns by how much their numbers moved (another process wrote trials meanwhile): a
         repeat among them of one of them (``duplicate_of >= first``) is renumbered likewise."""
         rdb = optuna_compat.rdb(self.storage)
-        shift = 0
+        shift, others = 0, False
 
         def prepare(real: int) -> list:
-            nonlocal shift
+            nonlocal shift, others
             shift = real - first
+            others = real != len(self.seen)        # trials this mirror has not seen: other writers
             if shift:
                 for ft in fts:
                     renumber_repeat(ft, first, shift)
@@ -183,13 +186,16 @@ class StudyMirror:
 
         _, ids = optuna_compat.add_finished_trials(rdb, self.sid, prepare)
         self.seen.update(ids)
-        self.demote_twins(fts)
+        if others:
+            self.demote_twins(fts)
         return shift
 
     def demote_twins(self, fts: Sequence) -> int:
-        """After a write: another process (a second ``dse run`` or a ``dse worker`` on the same
-        database) may have written one of these designs COMPLETE meanwhile; all but the first
-        such trial of a design become repeats (``stored.demote_twins``). One query per write."""
+        """After a write that found trials this mirror has not seen (another process, a second
+        ``dse run`` or a ``dse worker`` on the same database, wrote meanwhile: it may have written
+        one of these designs COMPLETE too): all but the first COMPLETE trial of each design become
+        repeats (``stored.demote_twins``, one query). A study only this process writes never
+        pays for it."""
         keys = [ft.user_attrs["design_key"] for ft in fts if "design_key" in ft.user_attrs and _stored_complete(ft)]
         return demote_twins(self.storage, self.sid, keys)
 
