@@ -2,7 +2,8 @@
 no traceback, no password, and nothing created on disk.
 
 ``test_generated_storage_targets_are_refused_in_one_line`` runs >= 500 generated arguments through
-``dse.cli.main`` in this process (``dse run`` and the read-only ``dse front``): the filesystem root
+``dse.cli.main`` in this process (``dse run``, ``dse worker``, the read-only ``dse front`` and ``dse
+study list``): the filesystem root
 and other directories, devices, a FIFO, symlinks to them, folders that are missing, are files or
 cannot be written, garbage files (random bytes) given as a SQLite file or a journal, a SQLite
 database of another program or of a newer optuna schema, random URL schemes, unknown and
@@ -161,7 +162,7 @@ def test_generated_storage_targets_are_refused_in_one_line(world):
 
     @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-    @given(target=TARGETS, command=st.sampled_from(["run", "front"]))
+    @given(target=TARGETS, command=st.sampled_from(["run", "front", "worker", "study list"]))
     def check(target, command):
         (text, pw) = target
         garbage = None
@@ -172,7 +173,8 @@ def test_generated_storage_targets_are_refused_in_one_line(world):
             text, pw = wrap.format(p=garbage), ""
         text = text.replace("{w}", str(w))
         before = listing(w)
-        argv = [command, str(study), f"--storage={text}"] + (["--no-progress"] if command == "run" else [])
+        argv = (["study", "list", text] if command == "study list" else
+                [command, str(study), f"--storage={text}"] + (["--no-progress"] if command == "run" else []))
         rc, out, err = in_process(argv, w)
         seen.append(text)
         lines = err.strip().splitlines()
