@@ -136,8 +136,8 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
         if read_only and ("no such table" in msg or "does not exist" in msg):
             raise MissingStorage(f"storage {mask_url(url)}: holds no study") from None
         if "no longer compatible with the table schema" in msg:    # a server database of a newer optuna
-            raise ConfigError(f"storage {mask_url(url)}: its schema was set up by another optuna version than "
-                              f"this one ({mask_text(msg, url)[:200]}); use that optuna version") from None
+            raise ConfigError(f"storage {mask_url(url)}: its schema is not this optuna's ({mask_text(msg, url)[:200]}); "
+                              f"upgrade optuna (pip install -U optuna) or use the optuna that created it") from None
         if db is not None:
             raise ConfigError(f"{db}: cannot open the study database ({msg})") from None
         hint = ("; the server's max_connections is reached: run fewer workers, or raise max_connections"
