@@ -122,8 +122,7 @@ class _Run:
         self.env = cfg.base_env()
         make_sampler(cfg, cfg.seed)   # a sampler that cannot be built (missing extra) fails before any file
         self.pool, self.tracing = None, []
-        from dse.search.propose.guided import pipelined       # guided: pipelined, asked ahead too
-        self.blind = (SAMPLERS[cfg.sampler].blind or pipelined(cfg)) and cfg.fidelity != "multi"   # asked ahead
+        self.blind = SAMPLERS[cfg.sampler].blind and cfg.fidelity != "multi"   # batches asked ahead
         if jobs != 1 and backend == "loky":   # the worker starts while the storage opens
             from dse.search.execute import warm
             self.pool = make_pool(jobs, affinity=True)
@@ -246,6 +245,10 @@ class _Run:
                       skip=skip, screen=screen_for(cfg, self.finished[:start], self.cache))
         batch.start = len(self.finished)
         self._check_replay(batch.replayed, self.finished[start:])
+        if self.grid is None and cfg.sampler == "guided" and self.complete + k < self.summary.target:
+            # the next plan's candidate pool, drawn while the workers evaluate this batch
+            from dse.search.propose.guided import prefetch
+            prefetch(cfg, self.mirror.mem)
         return batch
 
     def _ask_ahead(self, batch: Batch, k: int, skip: int, max_evaluations: int | None,

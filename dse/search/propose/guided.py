@@ -34,14 +34,14 @@ and the expensive one only on the few it picks (``plan``):
    regression knows least (``estimate.leverage_picks``: a run otherwise stays in the region of
    its first good designs, where its regression was fitted and is too pessimistic elsewhere).
 
-**Pipelined** (issue 34). The plan of batch *k + 1* reads only the results known when batch *k*
-started: the finished trials before batch *k*; batch *k*'s own designs (asked, results not
-used) are left out of the pool and counted in the pick at their estimates (those at least
-``PENDING_FEASIBLE`` likely feasible join the front the pick adds volume to, a "believer" batch).
-The plan is therefore the same whether it is made after batch *k* is told (``--jobs 1``) or
-while batch *k* is evaluated (``dse run`` with workers asks it then, so they never wait for the
-plan at the barrier): the trials are those of every ``--jobs``. The first two batches are
-planned without results.
+**Pipelined** (issue 34). The candidate pool of batch *k + 1* (step 1, the costliest: ~60 % of a
+plan) is drawn from the results known when batch *k* started (mutants of the front of the finished
+trials before batch *k*; batch *k*'s designs left out), with a generator of its own seeded with
+the study seed and the batch's first trial. ``dse run`` draws it while batch *k* is evaluated
+(``prefetch``); steps 2-4 (screen, estimate, pick) read every result before batch *k + 1*, at the
+barrier, and drop the pool's designs the study already holds. The pool is the same whenever it is
+drawn, so the trials are those of every ``--jobs`` and of a resumed run. Multi-fidelity studies draw
+their pool at the barrier, as before (and a knee phase plans its own batches).
 
 Everything is drawn from a generator seeded with the batch seed (``samplers.batch_seed``), and
 the plan is a function of that seed and the finished trials before the batch: a resumed study
@@ -63,7 +63,7 @@ from dse.search.front import pareto
 from dse.search.propose import draw
 from dse.search.propose.estimate import BoundMemo, Estimator, bound_arrays
 
-PENDING_FEASIBLE = 0.5       # a pending design's estimate is believed if it is at least this likely feasible
+POOL_STREAM = 0x706F6F6C     # the pool's generator: its own stream of the study seed and batch
 EPS_SAME = 1e-12             # normalised distance under which an estimate counts as already there
 DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "refine": False, "samples": 10000,
             "ridge": 10.0, "logistic": False, "novelty": False}
@@ -114,16 +114,18 @@ def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int, mutant
 
 def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
          settings: Mapping[str, Any] | None = None, memo: BoundMemo | None = None,
-         pending: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+         pool: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The ``k`` parameter sets of the next batch (see the module docstring); ``memo`` keeps the
     bounds of the designs picked, for the regressions of the plans after (a cache: the plan is
-    the same without it). ``pending``: the parameters of the batch before (pipelined, see
-    ``make``), left out of the pool and believed at their estimates in the pick."""
+    the same without it). ``pool``: the candidates drawn ahead (``pool_for``; those ``trials``
+    hold are left out), else drawn here."""
     s = {**DEFAULTS, **(settings or {})}
     memo = memo or BoundMemo()
     ev = Evaluated(cfg, trials)
-    ev.known |= {param_key(p) for p in pending}
-    cands = candidates(cfg, ev, rng, int(s["pool"]), float(s["mutants"]))
+    if pool is None:
+        cands = candidates(cfg, ev, rng, int(s["pool"]), float(s["mutants"]))
+    else:
+        cands = [dict(p) for p in pool if param_key(p) not in ev.known]
     designs = [cfg.design(p) for p in cands]
     B, ok, H = bound_arrays(cfg, designs)
     Bmin = pareto.to_min(np.where(np.isnan(B), np.inf, B), cfg.objectives.directions)
@@ -136,7 +138,7 @@ def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
     estimator = Estimator(cfg, ev, float(s["ridge"]), bool(s["logistic"]), memo)
     est, p_ok = estimator([cands[i] for i in idx], B[idx], H[idx])
     n_explore = min(len(idx), int(round(float(s["explore"]) * k)))
-    picked = greedy_hv(est, believed(cfg, ev, estimator, pending), k - n_explore, rng, int(s["samples"]), p_ok,
+    picked = greedy_hv(est, ev.front, k - n_explore, rng, int(s["samples"]), p_ok,
                        len(B[0]) if s["extremes"] else 0, bool(s["refine"]))
     rest = np.setdiff1d(np.arange(len(idx)), picked)
     if n_explore and len(rest) and s["novelty"]:
@@ -147,23 +149,6 @@ def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
     rows = idx[picked]
     memo.keep([designs[i] for i in rows], B[rows], ok[rows], H[rows])
     return [cands[i] for i in rows]
-
-
-def believed(cfg: Any, ev: Evaluated, estimator: Estimator, pending: Sequence[Mapping[str, Any]]) -> np.ndarray:
-    """The front the pick adds volume to: the evaluated front, plus the estimates of the designs
-    of ``pending`` (the batch before, results not yet used) that are probably feasible
-    (``PENDING_FEASIBLE``): a pipelined plan does not pick again what the batch before covers."""
-    if not len(pending):
-        return ev.front
-    designs = [cfg.design(dict(p)) for p in pending]
-    B, ok, H = bound_arrays(cfg, designs)
-    Bmin = pareto.to_min(np.where(np.isnan(B), np.inf, B), cfg.objectives.directions)
-    idx = np.flatnonzero(ok & np.isfinite(Bmin).all(axis=1))
-    if not len(idx):
-        return ev.front
-    est, p_ok = estimator([dict(pending[i]) for i in idx], B[idx], H[idx])
-    est = est[(p_ok >= PENDING_FEASIBLE) & np.isfinite(est).all(axis=1)]
-    return np.vstack([ev.front.reshape(-1, est.shape[1]), est]) if len(est) else ev.front
 
 
 def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, samples: int,
@@ -247,12 +232,41 @@ def memo_of(cfg: Any) -> BoundMemo:
 
 
 def pipelined(cfg: Any) -> bool:
-    """Whether ``dse run`` may ask the next batch of ``cfg`` while its current one is evaluated:
-    the guided sampler, pipelined (module docstring), unless a screen (multi-fidelity) or a knee
-    phase reads the batch before; those plan each batch from every result before it."""
-    knee = getattr(cfg, "knee", None)
-    return cfg.sampler == "guided" and getattr(cfg, "fidelity", "single") != "multi" and \
-        (knee is None or knee.share <= 0)
+    """Whether the guided plan of ``cfg`` draws its candidate pool ahead (module docstring,
+    "Pipelined"): single fidelity (a multi-fidelity study plans each batch as before). In a study
+    with a knee phase it is the global phase's plan; the knee phase plans at the barrier."""
+    return cfg.sampler == "guided" and getattr(cfg, "fidelity", "single") != "multi"
+
+
+_POOLS: dict[tuple, list[dict[str, Any]]] = {}    # (study, first trial of the batch) -> its pool
+
+
+def pool_for(cfg: Any, trials: Sequence, start: int, settings: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The candidate pool of the batch whose first trial is ``start``: drawn (``candidates``)
+    from the finished trials before the batch before, that batch's designs left out, with a
+    generator seeded for the batch; the same whenever it is drawn, once per process."""
+    key = (cfg.fingerprint(), cfg.seed, start)
+    if key not in _POOLS:
+        s = {**DEFAULTS, **(settings or {})}
+        lag = start - cfg.batch
+        ev = Evaluated(cfg, [t for t in trials if t.number < lag and t.state.is_finished()])
+        ev.known |= {param_key(t.params) for t in trials if lag <= t.number < start}
+        rng = np.random.default_rng([int(cfg.seed) % (1 << 32), start, POOL_STREAM])
+        if len(_POOLS) >= 8:
+            _POOLS.clear()
+        _POOLS[key] = candidates(cfg, ev, rng, int(s["pool"]), float(s["mutants"]))
+    return _POOLS[key]
+
+
+def prefetch(cfg: Any, study: Any) -> None:
+    """Draw the pool of the batch after the one just asked into ``study`` (``dse run`` calls it
+    once that batch's designs are submitted: the workers evaluate them meanwhile)."""
+    if not pipelined(cfg):
+        return
+    trials = study.get_trials(deepcopy=False)
+    nxt = max((t.number for t in trials), default=-1) + 1
+    if nxt and nxt % cfg.batch == 0:
+        pool_for(cfg, trials, nxt, dict(cfg.sampler_settings))
 
 
 def make(cfg: Any, seed: int, settings: Mapping[str, Any]):
@@ -260,14 +274,14 @@ def make(cfg: Any, seed: int, settings: Mapping[str, Any]):
     seeded with ``seed``; ``settings``: ``DEFAULTS`` keys. optuna is imported only here."""
     import optuna
 
-    lag = cfg.batch if pipelined(cfg) else 0          # trials whose results the plan does not read
+    lag = pipelined(cfg)                              # the pool drawn ahead (``pool_for``)
 
     class _Guided(optuna.samplers.BaseSampler):
         def __init__(self) -> None:
             self.rng = np.random.default_rng(seed)
             self.fallback = optuna.samplers.RandomSampler(seed=seed)
             self.todo: list[dict[str, Any]] = []
-            self.basis: tuple | None = None                # (finished, pending) trials of the plan
+            self.basis = -1                               # finished trials the plan was made from
             self.assigned: dict[int, dict[str, Any]] = {}
             self.memo = memo_of(cfg)                      # bounds of the designs picked
 
@@ -288,15 +302,10 @@ def make(cfg: Any, seed: int, settings: Mapping[str, Any]):
         def _next(self, study, number: int) -> dict[str, Any]:
             trials = study.get_trials(deepcopy=False)
             done = [t for t in trials if t.state.is_finished()]
-            pending = []
-            if lag:                                          # pipelined: the batch before is pending
-                start = number - number % cfg.batch          # this batch's first trial
-                done = [t for t in done if t.number < start - lag]
-                pending = [t.params for t in trials if start - lag <= t.number < start
-                           or (t.number >= start and t.state.is_finished())]   # `dse worker`: others' trials
-            if (len(done), len(pending)) != self.basis:
-                self.todo = plan(cfg, done, self.rng, cfg.batch, settings, self.memo, pending)
-                self.basis = (len(done), len(pending))
+            if len(done) != self.basis:
+                pool = pool_for(cfg, trials, number - number % cfg.batch, settings) if lag else None
+                self.todo = plan(cfg, done, self.rng, cfg.batch, settings, self.memo, pool)
+                self.basis = len(done)
             return self.todo.pop(0) if self.todo else {}
 
     return _Guided()

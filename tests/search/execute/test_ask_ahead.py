@@ -222,24 +222,35 @@ def _guided(d):
     return load_study(d / "s.toml")
 
 
-def test_the_guided_plan_is_pipelined_and_asked_ahead_with_the_trials_of_jobs_1(tmp_path):
-    """The guided sampler plans batch k + 1 from the results before batch k (guided, "Pipelined"):
-    with workers it is asked while batch k is evaluated, and the trials are those of --jobs 1."""
+def test_the_guided_pool_is_drawn_ahead_with_the_trials_of_jobs_1(tmp_path, monkeypatch):
+    """The guided sampler draws batch k + 1's candidate pool while batch k is evaluated (guided,
+    "Pipelined"): every pool after the first two is drawn before its batch is asked, and the
+    trials are those of --jobs 1, whose pools are drawn at the same point."""
+    from dse.search.propose import guided
+    drawn = []
+    real = guided.candidates
+    monkeypatch.setattr(guided, "candidates", lambda *a, **k: drawn.append(1) or real(*a, **k))
     one, two = _guided(tmp_path / "one"), _guided(tmp_path / "two")
-    s1 = run_study(one)
-    s2 = run_study(two, jobs=2)
-    assert s1.asked_ahead == 0 and s2.asked_ahead == 4
+    run_study(one)
+    n_one = len(drawn)
+    guided._POOLS.clear()
+    run_study(two, jobs=2)
     rows = lambda c: [(r.number, r.params, r.values) for r in load_results(c).records]  # noqa: E731
     assert rows(one) == rows(two) and len(rows(one)) == 60
+    assert n_one == 5 and len(drawn) == 10           # one pool per batch (the first too), each drawn once
 
 
-def test_a_pipelined_plan_ignores_the_results_of_the_batch_before_and_repeats_none_of_it(tmp_path):
-    """Batch 3 of a guided study is the same whatever batch 2's designs evaluated to (here: all
-    of them made infeasible), and holds no design of batches 1-2."""
+def test_a_pipelined_pool_ignores_the_results_of_the_batch_before(tmp_path):
+    """Batch 3's candidate pool is the same whatever batch 2's designs evaluated to (here: all of
+    them made infeasible); the plan's pick reads them (batch 3 itself differs) and repeats none of
+    batches 1-2."""
     import json
     from dse.search.execute.evaluation import evaluate_design
+    from dse.search.propose import guided
+    pools = {}
     ref = _guided(tmp_path / "ref")
     run_study(ref, max_batches=3)
+    pools["ref"] = guided._POOLS[(ref.fingerprint(), ref.seed, 24)]
     recs = load_results(ref).records
     batch2 = {json.dumps(r.design, sort_keys=True, default=str) for r in recs[12:24]}
 
@@ -248,10 +259,13 @@ def test_a_pipelined_plan_ignores_the_results_of_the_batch_before_and_repeats_no
         if json.dumps(dict(design), sort_keys=True, default=str) in batch2:
             out = {m: {**v, "feasible": False, "infeasible_reason": "spoiled"} for m, v in out.items()}
         return out
+    guided._POOLS.clear()
     other = _guided(tmp_path / "other")
     run_study(other, max_batches=3, evaluator=spoiled)
+    pools["other"] = guided._POOLS[(other.fingerprint(), other.seed, 24)]
     orecs = load_results(other).records
     assert [r.feasible for r in orecs[12:24]] != [r.feasible for r in recs[12:24]]   # the results differ
-    assert [r.params for r in orecs[24:36]] == [r.params for r in recs[24:36]]       # batch 3 does not
+    assert pools["other"] == pools["ref"]                                            # the pool does not
+    assert [r.params for r in orecs[24:36]] != [r.params for r in recs[24:36]]       # the pick does
     earlier = {tuple(sorted(r.params.items())) for r in recs[:24]}
     assert not earlier & {tuple(sorted(r.params.items())) for r in recs[24:36]}
