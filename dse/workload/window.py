@@ -160,6 +160,7 @@ def workload(point, model: MoEModel) -> Workload:
     """The (cached) workload of a design point whose ``trace`` is 'synthetic' or a path."""
     if point.trace == "synthetic":
         key = ("synthetic", model.name, point.run_batch, point.trace_steps, point.trace_seed, point.profile_steps)
+        key += _drawn(model)
         return WORKLOADS.get_or_make(key, lambda: _synthetic(point, model, key))
     path = Path(point.trace)
     try:
@@ -173,19 +174,32 @@ def workload(point, model: MoEModel) -> Workload:
     return WORKLOADS.get_or_make(key, lambda: _from_file(path, point, model, key))
 
 
+def _drawn(model: MoEModel) -> tuple:
+    """The model-uncertainty draw's workload terms (``dse.workload.campaign``): () at the nominal."""
+    from dse.constants import C
+    from dse.workload.campaign import skew_scale
+    s, r = skew_scale(model), float(C.profile_load_correlation)
+    return () if (s, r) == (1.0, 0.0) else (("skew_scale", s), ("profile_load_correlation", r))
+
+
 def _synthetic(point, model: MoEModel, key: tuple) -> Workload:
-    from dse.workload import synth_cache as synth
+    from dse.workload.campaign import mixed_profile, synthetic_trace
     B = point.run_batch
-    tr, _ = synth.cached(model.name, B, point.trace_steps, point.trace_seed, "auto", 0)
+    drawn = dict(key[6:])
+    scale = drawn.get("skew_scale", 1.0)
+    tr = synthetic_trace(model, B, point.trace_steps, point.trace_seed, scale)
     if point.profile_steps:
         # The profiling run serves OTHER requests than the measured window (an independent
         # trace of the same model): semi-static placement cannot know which requests come.
-        prof, _ = synth.cached(model.name, B, point.profile_steps, profile_seed(point.trace_seed), "auto", 0)
-        prof_ids = prof.experts
+        prof_ids = synthetic_trace(model, B, point.profile_steps, profile_seed(point.trace_seed), scale).experts
     else:
         prof_ids = tr.experts
-    return Workload(key, tr.meta, "synthetic", _profile_of(prof_ids, model.experts), prof_ids,
-                    load=loads(tr.experts, model.experts), profile_steps_used=len(prof_ids),
+    load = loads(tr.experts, model.experts)
+    prof_load = _profile_of(prof_ids, model.experts)
+    if drawn.get("profile_load_correlation", 0.0) > 0 and point.profile_steps:
+        prof_load, _ = mixed_profile(prof_load, load.mean(axis=0, dtype=np.float64), drawn["profile_load_correlation"])
+    return Workload(key, tr.meta, "synthetic", prof_load, prof_ids,
+                    load=load, profile_steps_used=len(prof_ids),
                     profile_window="independent run" if point.profile_steps else "measured window")
 
 
