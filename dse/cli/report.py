@@ -24,6 +24,9 @@ def register(sub) -> None:
     p.add_argument("--sort", metavar="NAME", help="sort the front table by this column (--sort=-NAME: descending)")
     p.add_argument("--robust", type=_int_arg, metavar="N",
                    help="also re-evaluate the designs around the front under N other trace seeds (knee confidence)")
+    p.add_argument("--model-uncertainty", type=_int_arg, metavar="N",
+                   help="also re-evaluate the designs around the front under N draws of the model's unknowns "
+                        "(dse/data/model_uncertainty.toml): how often each stays on the front and is the knee")
     p.add_argument("--jobs", "-j", type=_int_arg, default=1, help="worker processes for --robust")
     p.add_argument("--no-reproduce", action="store_true", help="skip the `dse reproduce` summary")
     p.add_argument("--candidates", type=_int_arg, default=3, metavar="N", help="knee candidates shown (default 3)")
@@ -47,6 +50,14 @@ def run(args: argparse.Namespace) -> int:
         from dse.search.execute.runner import evaluate_design
         if res.candidates():
             robust = rb.robust_knees(res, rb.seed_variants(cfg, args.robust), evaluate_design, jobs=args.jobs)
+    mu = None
+    if args.model_uncertainty is not None:
+        if merged is not None or args.model_uncertainty < 1:
+            raise ConfigError(f"--model-uncertainty {args.model_uncertainty}: a positive number of draws, on one run")
+        from dse.search.front import model_uncertainty as mun
+        from dse.search.execute.runner import evaluate_design
+        if res.candidates():
+            mu = mun.model_uncertainty_knees(res, args.model_uncertainty, evaluate_design, jobs=args.jobs)
     rows = None
     if not args.no_reproduce:
         from dse.reproduce import reproduce
@@ -54,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     cols = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     check_columns(res, res.front(), cols, args.sort)
     sections = build_report(res, robust=robust, reproduce_rows=rows, columns=cols, sort=args.sort,
-                            candidates=args.candidates, merged=merged)
+                            candidates=args.candidates, merged=merged, model_uncertainty=mu)
     title = f"rexpert-dse study report: {cfg.name}"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

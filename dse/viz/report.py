@@ -46,9 +46,10 @@ class Section:
 
 
 def build_report(res, *, robust=None, reproduce_rows=None, columns: Sequence[str] | None = None,
-                 sort: str | None = None, candidates: int = 3, merged=None) -> list[Section]:
+                 sort: str | None = None, candidates: int = 3, merged=None, model_uncertainty=None) -> list[Section]:
     """Every section of the report of the study ``res`` (StudyResults); ``candidates``: knee
-    candidates shown; ``merged``: the knee agreement of pooled runs (``quality.merge_agreement``)."""
+    candidates shown; ``merged``: the knee agreement of pooled runs (``quality.merge_agreement``);
+    ``model_uncertainty``: ``dse front --robust --model-uncertainty``'s ``ModelUncertaintyKnees``."""
     ref = quality.study_reference(res)
     out = [summary_section(res, ref), front_section(res, columns, sort), candidates_section(res, candidates, merged),
            knee_section(res)]
@@ -63,7 +64,8 @@ def build_report(res, *, robust=None, reproduce_rows=None, columns: Sequence[str
         *([Figure("parallel", rf.png_bytes(pfig), "parallel coordinates")] if pfig is not None
           else ["no feasible design"])]))
     out += [breakdown_section(res), hypervolume_section(res, ref), importance_section(res),
-            infeasibility_section(res), robust_section(res, robust), version_section(res, reproduce_rows)]
+            infeasibility_section(res), robust_section(res, robust, model_uncertainty),
+            version_section(res, reproduce_rows)]
     return out
 
 
@@ -204,11 +206,13 @@ def infeasibility_section(res) -> Section:
         Table(["reason", "trials"], [list(c) for c in counts], "infeasibility-table")])
 
 
-def robust_section(res, robust) -> Section:
+def robust_section(res, robust, model_uncertainty=None) -> Section:
+    mu = [] if model_uncertainty is None else model_uncertainty_blocks(res, model_uncertainty)
     if robust is None:
         return Section("robust", "Knee confidence", [
             "not computed: `dse report ... --robust N` re-evaluates the designs around the front under N other "
-            "trace seeds and counts how often each is the knee"])
+            "trace seeds and counts how often each is the knee (`--model-uncertainty N`: under N draws of the "
+            "model's unknowns)", *mu])
     freq = robust.frequency()
     recs = sorted(robust.designs, key=lambda r: (-freq[r.number], r.number))
     knobs = sp.varying_knobs(res, robust.designs)
@@ -221,7 +225,21 @@ def robust_section(res, robust) -> Section:
         "front and knee recomputed each time.",
         Table(["trial", "knee frequency", "knee count", "design"], rows, "robust-table"),
         Figure("robust", rf.png_bytes(rf.robust_figure(labels, [r[1] for r in rows], len(robust.variants))),
-               "knee frequency")])
+               "knee frequency"), *mu])
+
+
+def model_uncertainty_blocks(res, mu) -> list[Any]:
+    """How often each design stays on the front and is the knee under N draws of the model's unknowns."""
+    freq, front = mu.frequency(), mu.front_frequency()
+    recs = sorted(mu.designs, key=lambda r: (-freq[r.number], -front[r.number], r.number))
+    knobs = sp.varying_knobs(res, mu.designs)
+    rows = [[r.number, freq[r.number], front[r.number], sp.design_label(r, knobs)]
+            for r in recs if freq[r.number] > 0 or front[r.number] > 0]
+    always = sum(front[r.number] == 1.0 for r in mu.designs)
+    return [f"Under {len(mu.variants)} draws of the model's unknowns (`dse/data/model_uncertainty.toml`, "
+            f"`dse front --robust --model-uncertainty N`): {len(mu.designs)} designs re-evaluated per draw, "
+            f"{always} stay on the front in every draw.",
+            Table(["trial", "knee frequency", "front frequency", "design"], rows, "model-uncertainty-table")]
 
 
 def version_section(res, reproduce_rows) -> Section:

@@ -6,6 +6,8 @@ import json
 import re
 from html.parser import HTMLParser
 
+import pytest
+
 from dse.cli import main
 
 SECTIONS = ["summary", "front", "knee-candidates", "knee", "pairwise-fronts", "parallel-coordinates", "breakdown", "hypervolume",
@@ -92,3 +94,18 @@ def test_report_shows_the_knee_frequency(tmp_path):
     assert sum(row[2] for row in table.rows) == 3                       # every re-evaluation has one knee
     assert {row[0] for row in table.rows} == {k for k in rk.knees}
     assert any(isinstance(b, Figure) for b in sec.blocks)
+
+
+def test_report_shows_the_model_uncertainty_knees(tmp_path):
+    from dse.search.front import model_uncertainty as mu
+    from dse.viz.report import Table, robust_section
+    from tests.search.review.test_quality import fake_eval, fake_study
+    res = fake_study(tmp_path)
+    mk = mu.model_uncertainty_knees(res, 3, fake_eval)
+    sec = robust_section(res, None, mk)
+    table = next(b for b in sec.blocks if isinstance(b, Table) and b.id == "model-uncertainty-table")
+    assert sum(row[1] for row in table.rows) == pytest.approx(1.0)      # one knee per draw
+    ff = mk.front_frequency()
+    assert all(row[2] == ff[row[0]] for row in table.rows)
+    assert {row[0] for row in table.rows} >= {k for k in mk.knees if k is not None}
+    assert any("3 draws of the model's unknowns" in b for b in sec.blocks if isinstance(b, str))
