@@ -245,10 +245,6 @@ class _Run:
                       skip=skip, screen=screen_for(cfg, self.finished[:start], self.cache))
         batch.start = len(self.finished)
         self._check_replay(batch.replayed, self.finished[start:])
-        if self.grid is None and cfg.sampler == "guided" and self.complete + k < self.summary.target:
-            # the next plan's candidate pool, drawn while the workers evaluate this batch
-            from dse.search.propose.guided import prefetch
-            prefetch(cfg, self.mirror.mem)
         return batch
 
     def _ask_ahead(self, batch: Batch, k: int, skip: int, max_evaluations: int | None,

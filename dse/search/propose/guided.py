@@ -34,15 +34,6 @@ and the expensive one only on the few it picks (``plan``):
    regression knows least (``estimate.leverage_picks``: a run otherwise stays in the region of
    its first good designs, where its regression was fitted and is too pessimistic elsewhere).
 
-**Pipelined** (issue 34). The candidate pool of batch *k + 1* (step 1, the costliest: ~60 % of a
-plan) is drawn from the results known when batch *k* started (mutants of the front of the finished
-trials before batch *k*; batch *k*'s designs left out), with a generator of its own seeded with
-the study seed and the batch's first trial. ``dse run`` draws it while batch *k* is evaluated
-(``prefetch``); steps 2-4 (screen, estimate, pick) read every result before batch *k + 1*, at the
-barrier, and drop the pool's designs the study already holds. The pool is the same whenever it is
-drawn, so the trials are those of every ``--jobs`` and of a resumed run. Multi-fidelity studies draw
-their pool at the barrier, as before (and a knee phase plans its own batches).
-
 Everything is drawn from a generator seeded with the batch seed (``samplers.batch_seed``), and
 the plan is a function of that seed and the finished trials before the batch: a resumed study
 asks the same trials (``dse.search.execute.runner``). The plan is made at the batch's first question and
@@ -63,7 +54,6 @@ from dse.search.front import pareto
 from dse.search.propose import draw
 from dse.search.propose.estimate import BoundMemo, Estimator, bound_arrays
 
-POOL_STREAM = 0x706F6F6C     # the pool's generator: its own stream of the study seed and batch
 EPS_SAME = 1e-12             # normalised distance under which an estimate counts as already there
 DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "refine": False, "samples": 10000,
             "ridge": 10.0, "logistic": False, "novelty": False}
@@ -113,19 +103,14 @@ def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int, mutant
 
 
 def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
-         settings: Mapping[str, Any] | None = None, memo: BoundMemo | None = None,
-         pool: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+         settings: Mapping[str, Any] | None = None, memo: BoundMemo | None = None) -> list[dict[str, Any]]:
     """The ``k`` parameter sets of the next batch (see the module docstring); ``memo`` keeps the
     bounds of the designs picked, for the regressions of the plans after (a cache: the plan is
-    the same without it). ``pool``: the candidates drawn ahead (``pool_for``; those ``trials``
-    hold are left out), else drawn here."""
+    the same without it)."""
     s = {**DEFAULTS, **(settings or {})}
     memo = memo or BoundMemo()
     ev = Evaluated(cfg, trials)
-    if pool is None:
-        cands = candidates(cfg, ev, rng, int(s["pool"]), float(s["mutants"]))
-    else:
-        cands = [dict(p) for p in pool if param_key(p) not in ev.known]
+    cands = candidates(cfg, ev, rng, int(s["pool"]), float(s["mutants"]))
     designs = [cfg.design(p) for p in cands]
     B, ok, H = bound_arrays(cfg, designs)
     Bmin = pareto.to_min(np.where(np.isnan(B), np.inf, B), cfg.objectives.directions)
@@ -231,50 +216,10 @@ def memo_of(cfg: Any) -> BoundMemo:
     return _MEMOS.setdefault(key, BoundMemo())
 
 
-def pipelined(cfg: Any) -> bool:
-    """Whether the guided plan of ``cfg`` draws its candidate pool ahead (module docstring,
-    "Pipelined"): single fidelity (a multi-fidelity study plans each batch as before). In a study
-    with a knee phase it is the global phase's plan; the knee phase plans at the barrier."""
-    return cfg.sampler == "guided" and getattr(cfg, "fidelity", "single") != "multi"
-
-
-_POOLS: dict[tuple, list[dict[str, Any]]] = {}    # (study, first trial of the batch) -> its pool
-
-
-def pool_for(cfg: Any, trials: Sequence, start: int, settings: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The candidate pool of the batch whose first trial is ``start``: drawn (``candidates``)
-    from the finished trials before the batch before, that batch's designs left out, with a
-    generator seeded for the batch; the same whenever it is drawn, once per process."""
-    key = (cfg.fingerprint(), cfg.seed, start)
-    if key not in _POOLS:
-        s = {**DEFAULTS, **(settings or {})}
-        lag = start - cfg.batch
-        ev = Evaluated(cfg, [t for t in trials if t.number < lag and t.state.is_finished()])
-        ev.known |= {param_key(t.params) for t in trials if lag <= t.number < start}
-        rng = np.random.default_rng([int(cfg.seed) % (1 << 32), start, POOL_STREAM])
-        if len(_POOLS) >= 8:
-            _POOLS.clear()
-        _POOLS[key] = candidates(cfg, ev, rng, int(s["pool"]), float(s["mutants"]))
-    return _POOLS[key]
-
-
-def prefetch(cfg: Any, study: Any) -> None:
-    """Draw the pool of the batch after the one just asked into ``study`` (``dse run`` calls it
-    once that batch's designs are submitted: the workers evaluate them meanwhile)."""
-    if not pipelined(cfg):
-        return
-    trials = study.get_trials(deepcopy=False)
-    nxt = max((t.number for t in trials), default=-1) + 1
-    if nxt and nxt % cfg.batch == 0:
-        pool_for(cfg, trials, nxt, dict(cfg.sampler_settings))
-
-
 def make(cfg: Any, seed: int, settings: Mapping[str, Any]):
     """The guided sampler (an optuna ``BaseSampler``, handing out ``plan``'s designs) of study ``cfg``
     seeded with ``seed``; ``settings``: ``DEFAULTS`` keys. optuna is imported only here."""
     import optuna
-
-    lag = pipelined(cfg)                              # the pool drawn ahead (``pool_for``)
 
     class _Guided(optuna.samplers.BaseSampler):
         def __init__(self) -> None:
@@ -294,17 +239,15 @@ def make(cfg: Any, seed: int, settings: Mapping[str, Any]):
         def sample_independent(self, study, trial, name, distribution):
             params = self.assigned.get(trial.number)
             if params is None:
-                params = self.assigned[trial.number] = self._next(study, trial.number)
+                params = self.assigned[trial.number] = self._next(study)
             if name in params:                            # legal by construction (dse.search.propose.draw)
                 return params[name]
             return self.fallback.sample_independent(study, trial, name, distribution)
 
-        def _next(self, study, number: int) -> dict[str, Any]:
-            trials = study.get_trials(deepcopy=False)
-            done = [t for t in trials if t.state.is_finished()]
+        def _next(self, study) -> dict[str, Any]:
+            done = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
             if len(done) != self.basis:
-                pool = pool_for(cfg, trials, number - number % cfg.batch, settings) if lag else None
-                self.todo = plan(cfg, done, self.rng, cfg.batch, settings, self.memo, pool)
+                self.todo = plan(cfg, done, self.rng, cfg.batch, settings, self.memo)
                 self.basis = len(done)
             return self.todo.pop(0) if self.todo else {}
 
