@@ -29,7 +29,7 @@ Run: python benchmarks/bench_scale.py [--steps 512] [--trials 768] [--batch 24] 
    domain it meets (no shared folder: M_W builds).
 4. **Ratios** (``--skip-ratios`` skips them): the speed study at ``--jobs 2`` against ``--jobs
    1`` with total CPU and peak memory (part 1's runs), Dask with 2 local workers against
-   ``--jobs 1``, and ``studies/full.toml`` as shipped (guided, pipelined) at ``--jobs 2``
+   ``--jobs 1``, and ``studies/full.toml`` as shipped (guided) at ``--jobs 2``
    against ``--jobs 1``. ``--alternatives`` adds the mechanisms measured against the shared
    folder: ``--jobs 2`` with domain affinity and work stealing alone (``DSE_WARM_CACHE_DIR=off``:
    each process builds what it meets) and Dask 4 workers without the folder.
