@@ -91,6 +91,7 @@ def band_line(u: dict, n: int) -> str:
     c = u["miss_classes"]
     w = u["median_relative_half_width"]
     return (f"model-uncertainty bands ({n} draws): predicted {u['predicted']}: {u['pass']} pass "
-            f"({u['pass_in_band']} with the published value inside its p5-p95 band), {u['miss']} miss: "
+            f"({u['pass_in_band']} with the published value inside its p5-p95 band, {u['pass_in_band_by_rounding']} of "
+            f"them within its published rounding), {u['miss']} miss: "
             + ", ".join(f"{v} {k}" for k, v in c.items())
             + f"; median relative half-width {'-' if w is None else f'{w:.2%}'}")

@@ -3,7 +3,8 @@
 Every figure is computed again under N Latin-hypercube draws of the model's unknowns
 (``dse.pipeline.uncertainty``: constants set, the synthetic trace's seed drawn); a row's band is the
 5th-95th percentile of its values. Each ``predicted`` row is then judged: a pass with the published
-value inside or outside its band; a miss inside its band ("inside band": an input the model could
+value inside or outside its band (the published value known to half a unit of its last digit,
+as in ``registry.judge``); a miss inside its band ("inside band": an input the model could
 not know), or else classed by ``dse/data/reference/miss_classes.toml`` ("definition not built" or
 "structural", with its reason).
 """
@@ -16,7 +17,7 @@ from typing import Any
 from dse.data import load_toml
 from dse.pipeline.uncertainty import applied, draws, quantiles
 from dse.reproduce import figures_schedule
-from dse.reproduce.registry import FIGURE_MODULES, Row, reproduce
+from dse.reproduce.registry import FIGURE_MODULES, Row, half_unit_of_last_digit, reproduce
 
 MISS_CLASSES = ("inside band", "definition not built", "structural")
 
@@ -53,15 +54,27 @@ def miss_class(key: str) -> tuple[str, str]:
     return e["class"], e["reason"]
 
 
+def in_band(r: Row, b: dict[str, float] | None) -> tuple[bool, bool]:
+    """(inside, only by rounding): the published value, known to half a unit of its last digit as
+    published (the rounding rule of ``registry.judge``), overlaps the band."""
+    if b is None:
+        return False, False
+    exact = b["p5"] <= r.published <= b["p95"]
+    h = half_unit_of_last_digit(r.published_text or r.published)
+    inside = exact or b["p5"] - h <= r.published <= b["p95"] + h
+    return inside, inside and not exact
+
+
 def judge_bands(rows: list[Row], bands: dict[str, dict[str, float]]) -> dict[str, dict[str, Any]]:
-    """{row key: {band, in_band, miss_class, miss_reason}} of the ``predicted`` rows."""
+    """{row key: {band, in_band, in_band_by_rounding, miss_class, miss_reason}} of the ``predicted`` rows."""
     out: dict[str, dict[str, Any]] = {}
     for r in rows:
         if r.evidence != "predicted":
             continue
         b = bands.get(r.key)
-        inside = b is not None and b["p5"] <= r.published <= b["p95"]
-        entry: dict[str, Any] = {"band": b, "in_band": inside, "miss_class": None, "miss_reason": None}
+        inside, by_rounding = in_band(r, b)
+        entry: dict[str, Any] = {"band": b, "in_band": inside, "in_band_by_rounding": by_rounding,
+                                 "miss_class": None, "miss_reason": None}
         if r.status in ("miss", "error"):
             entry["miss_class"], entry["miss_reason"] = ("inside band", "") if inside else miss_class(r.key)
         out[r.key] = entry
@@ -76,6 +89,7 @@ def band_summary(rows: list[Row], judged: dict[str, dict[str, Any]]) -> dict[str
               if (b := j["band"]) is not None and b["p50"]]
     return {"predicted": len(judged), "pass": len(passes),
             "pass_in_band": sum(judged[r.key]["in_band"] for r in passes),
+            "pass_in_band_by_rounding": sum(judged[r.key]["in_band_by_rounding"] for r in passes),
             "miss": len(misses),
             "miss_classes": {c: sum(judged[r.key]["miss_class"] == c for r in misses) for c in MISS_CLASSES},
             "median_relative_half_width": statistics.median(widths) if widths else None}
