@@ -48,7 +48,7 @@ class Section:
 def build_report(res, *, robust=None, reproduce_rows=None, columns: Sequence[str] | None = None,
                  sort: str | None = None, candidates: int = 3, merged=None, model_uncertainty=None) -> list[Section]:
     """Every section of the report of the study ``res`` (StudyResults); ``candidates``: knee
-    candidates shown; ``merged``: the knee agreement of pooled runs (``quality.merge_agreement``);
+    candidates shown; ``merged``: the knee agreement of pooled runs (``merge.agreement``);
     ``model_uncertainty``: ``dse front --robust --model-uncertainty``'s ``ModelUncertaintyKnees``."""
     ref = quality.study_reference(res)
     out = [summary_section(res, ref), front_section(res, columns, sort), candidates_section(res, candidates, merged),

@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 from dse.errors import ConfigError, DSEError
 
 WARM_ENV = ("DSE_WARM_CACHE_DIR", "DSE_WARM_CACHE_MB", "DSE_WARM_BUILD_LOG")   # shipped to remote workers
+SILENT = logging.CRITICAL + 10    # above every level distributed logs at
 CONNECT_TIMEOUT_S = 10            # how long to wait for a scheduler before giving up
 _ADDRESS = re.compile(r"^(?:(tcp|tls|ws|wss)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.\-]*)(?::(\d{1,5}))?/?$")
 
@@ -34,11 +35,13 @@ _ADDRESS = re.compile(r"^(?:(tcp|tls|ws|wss)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]
 def _quiet() -> None:
     """dask logs scheduler / worker life-cycle events on stderr, and a lost worker as a dozen
     ERROR lines ("Couldn't gather keys", "Removing worker ... caused the cluster to lose"): not
-    the user's concern. The pool reports a lost worker itself, in one line (``DaskPool``)."""
+    the user's concern. The pool reports a lost worker itself, in one line (``DaskPool``). Even
+    CRITICAL is silenced: the scheduler logs one, with a traceback, when it sends the pool's event
+    subscription to a driver interrupted by Ctrl-C (a closed comm), which is no fault of the study."""
     for name in ("distributed", "distributed.scheduler", "distributed.worker", "distributed.nanny",
                  "distributed.core", "distributed.http.proxy", "distributed.comm", "distributed.client",
                  "distributed.batched", "distributed.utils_perf", "tornado.application"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+        logging.getLogger(name).setLevel(SILENT)
 
 
 class DaskPool:
@@ -59,7 +62,7 @@ class DaskPool:
         if scheduler is None:
             n = workers if workers > 0 else (os.cpu_count() or 1)
             self.cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                                    dashboard_address=None, silence_logs=logging.CRITICAL)
+                                                    dashboard_address=None, silence_logs=SILENT)
             self.client = distributed.Client(self.cluster, set_as_default=False)
         else:
             self.client = _connect(distributed, scheduler)

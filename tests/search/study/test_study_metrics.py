@@ -61,7 +61,7 @@ def test_dse_run_says_it_in_one_line(tmp_path):
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("dse: error: ")
-    assert "objectives ffn_us_per_token_delivered, usd_per_mtok_delivered, effective_mfu:" in lines[0]
+    assert "objectives ffn_us_per_token_scheduled, usd_per_mtok_delivered, effective_mfu:" in lines[0]
     assert not (tmp_path / "s.db").exists()
 
 
