@@ -22,47 +22,54 @@ import numpy as np
 
 from dse.mapping.intops import ceil_div
 
-BINCOUNT_MAX = 1 << 23          # histogram bins above this: count level by level instead
-
-
-def _resource_index(sch) -> tuple[np.ndarray, np.ndarray]:
-    """(resource of each in-core position [N, F], PE tiles of each resource [X])."""
-    N, F = sch.N, sch.F
-    starts = np.asarray(sch.group_starts)
-    gid = np.searchsorted(starts, np.arange(F), side="right") - 1       # group of each position
-    if sch.pooling == "broadcast":
-        return np.repeat(np.arange(N)[:, None], F, axis=1), sch.core_units.astype(np.int64)
-    Gc = len(starts)
-    return np.arange(N)[:, None] * Gc + gid[None, :], sch.group_pes.astype(np.int64).ravel()
-
 
 def lead_rounds(sch, ul: np.ndarray) -> np.ndarray:
     """K_n of every (step, layer) of the unit layout ``ul`` [s, L, N, F]: int64 [w, s, L] (row
-    n - 1 holds K_n)."""
+    n - 1 holds K_n).
+
+    Per resource x, C_x(>= n) = (full jobs of x) + (its experts whose n mod w remainder is >= n),
+    summed over the core (broadcast) or each group (direct; a one-unit group is its unit). The
+    rows are done from n = 1 up, and a row leaves the loop once K_n falls to K_w (no remainder
+    counts any more), since K_n never rises with n: at 512 steps a table takes 0.02-0.5 s instead of
+    0.15-17 s (the plain bincount form it replaced, kept as the test's reference)."""
     w = sch.w
     s, L, N, F = ul.shape
-    x_of, pes = _resource_index(sch)
-    X = len(pes)
     rows = s * L
-    flat = ul.reshape(rows, N * F)
-    q, r = np.divmod(flat.astype(np.int64), w)
-    xi = x_of.ravel()
-    base = (np.arange(rows)[:, None] * X + xi[None, :])
-    full = np.bincount(base.ravel(), weights=q.ravel(), minlength=rows * X).reshape(rows, X)
-    if rows * X * w <= BINCOUNT_MAX:
-        hist = np.bincount((base * w + r).ravel(), minlength=rows * X * w).reshape(rows, X, w)
-        ge = np.cumsum(hist[:, :, ::-1], axis=2)[:, :, ::-1]           # ge[..., n] = #remainders >= n
-        part = [ge[:, :, n] for n in range(1, w)]
+    a = ul.reshape(rows, N, F)
+    starts = np.asarray(sch.group_starts, dtype=np.intp)
+    if sch.pooling == "broadcast":
+        pes = sch.core_units.astype(np.int64)
+        def per_x(v):
+            return v.sum(axis=2, dtype=np.int32)
+    elif len(starts) == F:
+        pes = sch.group_pes.astype(np.int64).ravel()
+        def per_x(v):
+            return v.reshape(len(v), -1).astype(np.int32)
     else:
-        part = [np.bincount(base.ravel(), weights=(r >= n).ravel(), minlength=rows * X).reshape(rows, X)
-                for n in range(1, w)]
-    p = np.maximum(pes, 1)[None, :]
+        pes = sch.group_pes.astype(np.int64).ravel()
+        def per_x(v):
+            return np.add.reduceat(v, starts, axis=2, dtype=np.int32).reshape(len(v), -1)
+    small = a.dtype if a.dtype.itemsize <= 2 else np.int32
+    q, r = np.divmod(a.astype(small, copy=False), np.array(w, dtype=small))
+    full = per_x(q)
+    p = np.maximum(pes, 1).astype(np.int32)[None, :]
     alive = (pes > 0)[None, :]
-    out = np.empty((w, rows), dtype=np.int64)
-    for n in range(1, w + 1):
-        c = full + part[n - 1] if n < w else full
-        k = np.where(alive, ceil_div(np.rint(c).astype(np.int64), p), 0)
-        out[n - 1] = k.max(axis=1)
+    unit, every = bool(np.all(p == 1)), bool(np.all(alive))
+
+    def rounds(c):                        # max over resources of ceil(c / P_x), dead ones left out
+        k = c if unit else ceil_div(c, p)
+        return (k if every else np.where(alive, k, 0)).max(axis=1).astype(np.int64)
+
+    base = rounds(full)
+    out = np.repeat(base[None, :], w, axis=0)
+    idx = np.arange(rows)
+    for n in range(1, w):
+        if not len(idx):
+            break
+        c = full[idx] + per_x(r[idx] >= n)
+        k = rounds(c)
+        out[n - 1, idx] = k
+        idx = idx[k > base[idx]]          # K_n is non-increasing in n and never below K_w = base
     return out.reshape(w, s, L)
 
 
