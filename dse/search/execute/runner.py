@@ -35,19 +35,18 @@ from typing import Any, Callable
 
 from dse.errors import ConfigError
 from dse.search.execute.evaluation import Evaluator, evaluate_design
+from dse.search.execute.grid_queue import grid_queue, waiting_params
 from dse.search.execute.pool import EvaluationPool, make_pool, quick_dispatch
 from dse.search.execute.progress import TrialFront
-from dse.search.propose.fidelity import screen_for
+from dse.search.execute.trials import Batch, DesignCache, too_many_failures
 from dse.search.propose import knee_phase
-from dse.search.execute.grid_queue import grid_queue, waiting_params
-from dse.search.storage.mirror import StudyMirror
-from dse.search.space.objectives import score
+from dse.search.propose.fidelity import screen_for
 from dse.search.propose.samplers import SAMPLERS, batch_seed, make_sampler
+from dse.search.space.objectives import score
+from dse.search.storage.mirror import StudyMirror
 from dse.search.storage.sqlite_guard import driver_lock
 from dse.search.storage.storage import close_storage, open_study, quiet_optuna, storage_label, study_sqlite_path
 from dse.search.study.study import StudyConfig
-from dse.search.execute.trials import Batch, DesignCache, too_many_failures
-
 
 WRITE_AHEAD_MIN_TRIALS = 4   # told trials written while the driver waits for a worker (see _Unwritten)
 

@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from dse.search.execute.evaluation import Evaluator, Outcome, design_key
 from dse.search.execute.pool import EvaluationPool
+from dse.search.execute.warm import domain_key
 from dse.search.propose.fidelity import record_screened
 from dse.search.space.objectives import score
 from dse.search.storage.stored import OUTCOME_ATTR, constraint_keys, is_scored, outcome
-from dse.search.execute.warm import domain_key
 
 if TYPE_CHECKING:
     from dse.search.study.study import StudyConfig

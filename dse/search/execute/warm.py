@@ -76,8 +76,8 @@ def _trace_tasks(cfg) -> list[tuple[str, str]]:
 def warm_trace(design: Mapping[str, Any], models: Sequence[str], window: str) -> dict:
     """Generate (or find) one trace window of ``design`` (its model) into the caches; may run
     in a worker process. An unusable workload surfaces, with its reason, per trial."""
-    from dse.workload.window import warm
     from dse.spec import DesignPoint
+    from dse.workload.window import warm
     try:
         warm(DesignPoint.from_dict(dict(design)), (window,))
     except DSEError:
@@ -137,10 +137,10 @@ def _enumerate(space, dims, env: dict[str, Any]) -> list[dict[str, Any]] | None:
 
 def warm_placement(design: Mapping[str, Any], models: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Compute (or find) the placement of ``design`` on every model; runs in a worker process."""
+    from dse.catalog import get_model
     from dse.mapping import placement as pl
     from dse.mapping.trace_mapping import placement_for
     from dse.spec import DesignPoint
-    from dse.catalog import get_model
     from dse.workload.window import workload
     for m in models:
         try:

@@ -80,6 +80,7 @@ def _stop_later(ex) -> None:
 def _register_stop() -> None:
     if not (_SOLO or _SHARED or _RELEASED):
         import atexit
+
         from dse.lifetime import stop_first_at_exit
         atexit.unregister(stop_workers)
         atexit.register(stop_workers)

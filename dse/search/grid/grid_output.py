@@ -10,9 +10,9 @@ import numpy as np
 from dse.errors import ConfigError
 from dse.search.grid.grid import GridResult
 from dse.search.space.objectives import ObjectiveSet
+from dse.spec.params import BY_NAME
 from dse.vector import evaluate_columns
 from dse.vector.columns import categories
-from dse.spec.params import BY_NAME
 
 
 def front_json(res: GridResult, objset: ObjectiveSet, base: Mapping[str, Any], name: str,

@@ -24,7 +24,6 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from dse.search.front import pareto
-
 from dse.search.propose import bound_table, fidelity
 from dse.search.propose.bounds import HINTS
 from dse.search.space.objectives import score

@@ -35,7 +35,7 @@ import numpy as np
 from dse.errors import ConfigError
 from dse.search.front import pareto
 from dse.search.propose import bounds
-from dse.search.space.objectives import Constraint, ObjectiveSet, Objective, score
+from dse.search.space.objectives import Constraint, Objective, ObjectiveSet, score
 from dse.search.space.objectives import _aggregate as aggregate
 from dse.search.storage.stored import OUTCOME_ATTR
 

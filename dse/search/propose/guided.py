@@ -50,7 +50,6 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from dse.search.front import pareto
-
 from dse.search.propose import draw
 from dse.search.propose.estimate import BoundMemo, Estimator, bound_arrays
 

@@ -40,9 +40,9 @@ def pick(res: StudyResults, *, knee: bool = False, trial: int | None = None) -> 
 
 def design_document(res: StudyResults, r: TrialRecord, workload: str | None = None) -> dict[str, Any]:
     """The TOML document (as a dict) of trial ``r`` on one workload model."""
-    from dse.version import __version__
     from dse.pipeline.evaluate import evaluate
     from dse.spec import DesignPoint
+    from dse.version import __version__
     cfg = res.cfg
     model = workload or cfg.models[0]
     if model not in cfg.models:

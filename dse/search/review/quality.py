@@ -138,8 +138,8 @@ def knee_settledness(res) -> dict[str, Any]:
     ``SCORE_TOL``, and the top one is not ambiguous. ``{"settled", "batches", "reason"}``.
     ``benchmarks/bench_knee.py`` measures how often a settled run names the merged knee of many
     seeds."""
-    from dse.search.propose.knee_phase import KneeSearch, same
     from dse.search.front.knee import AMBIGUOUS_MARGIN
+    from dse.search.propose.knee_phase import KneeSearch, same
     knee = getattr(res.cfg, "knee", None) or KneeSearch()
     batch, p = res.cfg.batch, knee.patience
     numbers = sorted(r.number for r in res.complete)
@@ -300,6 +300,7 @@ def knob_importance(res, seed: int = 0) -> dict[str, dict[str, float]]:
     the constraints, not the objective): how much each knob matters for reaching the best values.
     Empty when fewer than two feasible designs or no knob varies."""
     import optuna
+
     from dse.search.execute.runner import open_study, quiet_optuna
     keep = {r.number for r in res.candidates()}
     if len(keep) < 2:

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from dse.errors import ConfigError, check_top_level, suggest as _suggest
+from dse.errors import ConfigError, check_top_level
+from dse.errors import suggest as _suggest
 from dse.tomlfile import read_toml
 
 DIRECTIONS = ("minimize", "maximize")

@@ -27,7 +27,8 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
-from dse.errors import ConfigError, check_top_level, suggest as _suggest
+from dse.errors import ConfigError, check_top_level
+from dse.errors import suggest as _suggest
 from dse.search.space import expr
 from dse.search.space.space import Bound, Dim, Space
 from dse.spec.params import BY_NAME, Param, coerce, names

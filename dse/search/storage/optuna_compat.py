@@ -246,6 +246,7 @@ def add_finished_trials(rdb_storage: Any, sid: int, prepare: Callable[[int], Seq
     ``(first, ids)``; retried like ``add_finished_trial``."""
     import random
     import time
+
     import sqlalchemy as sa
     from optuna.exceptions import StorageInternalError
     from optuna.storages._rdb.storage import _create_scoped_session

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from dse.errors import ConfigError
 
+
 def check_sqlite_integrity(path: Path) -> None:
     """``PRAGMA quick_check`` on a read-only connection: a truncated or damaged file is one line
     naming it, before optuna reads it (milliseconds for a study database)."""

@@ -22,7 +22,6 @@ from typing import Any, Iterator
 import numpy as np
 
 from dse.search.front import pareto
-
 from dse.search.storage import optuna_read
 from dse.search.storage.stored import OUTCOME_ATTR, constraint_keys, sampler_form
 from dse.search.study.study import StudyConfig

@@ -45,16 +45,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from dse.errors import ConfigError, DSEError, suggest as _suggest
-from dse.search.space.objectives import ObjectiveSet, load_objectives, objectives_from_dict
+from dse.errors import ConfigError, DSEError
+from dse.errors import suggest as _suggest
+from dse.search.propose.knee_phase import SEARCH_KEYS as KNEE_KEYS
+from dse.search.propose.knee_phase import KneeSearch
+from dse.search.propose.knee_phase import parse as parse_knee
 from dse.search.propose.samplers import SAMPLERS
-from dse.search.propose.knee_phase import SEARCH_KEYS as KNEE_KEYS, KneeSearch, parse as parse_knee
-from dse.search.storage.storage import HEARTBEAT_INTERVAL_S
+from dse.search.space.objectives import ObjectiveSet, load_objectives, objectives_from_dict
 from dse.search.space.space import Space
 from dse.search.space.space_file import load_space, space_from_dict
+from dse.search.storage.storage import HEARTBEAT_INTERVAL_S
 from dse.spec import DesignPoint, default_pe_groups
-from dse.tomlfile import read_toml
 from dse.spec.params import BY_NAME, coerce, names
+from dse.tomlfile import read_toml
 
 TOP_KEYS = ("study", "sampler", "search", "workload", "base")
 SEARCH_KEYS = ("fidelity",) + KNEE_KEYS
@@ -116,6 +119,7 @@ class StudyConfig:
         hints such as ``dse front <command_args>``."""
         import os
         import shlex
+
         from dse.search.storage.storage import mask_url
         path = str(self.source)
         try:

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from dse.search.execute.pool import AFFINITY_DEPTH, EvaluationPool
-from dse.search.study.results import load_results
 from dse.search.execute.runner import run_study
+from dse.search.study.results import load_results
 from dse.search.study.study import load_study
 from tests.fixtures import TOY_OBJECTIVES, write_study
 from tests.search.execute.test_pool import started
@@ -164,7 +164,8 @@ def test_a_study_asking_ahead_killed_three_times_ends_as_an_uninterrupted_run(tm
     SIGTERM mid-batch, Ctrl-C at a batch boundary, all with --jobs 2), then resumed with --jobs 2:
     the trials, front and knee of an uninterrupted --jobs 1 run; the asked-ahead batch never
     reaches the storage before its turn."""
-    from tests.search.execute.test_resume import BATCH, interrupted_run, outcome, write_study as write_resume_study, written
+    from tests.search.execute.test_resume import BATCH, interrupted_run, outcome, written
+    from tests.search.execute.test_resume import write_study as write_resume_study
     study = write_resume_study(tmp_path)
     study.write_text(study.read_text().replace('name = "nsga2"\npopulation_size = 8', 'name = "random"'))
     assert 'name = "random"' in study.read_text()
@@ -189,6 +190,7 @@ def test_a_study_asking_ahead_killed_three_times_ends_as_an_uninterrupted_run(tm
 def test_numpy_huge_pages_are_switched_off_in_an_evaluating_process():
     """numpy keeps its private switch; after ``skip_huge_pages`` it reports huge pages off."""
     import numpy as np
+
     from dse.search.execute.evaluation import skip_huge_pages
     switch = np._core.multiarray._set_madvise_hugepage if hasattr(np, "_core") else np.core.multiarray._set_madvise_hugepage
     before = switch(True)

@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("distributed")
 
 from dse.errors import ConfigError  # noqa: E402
-from dse.search.study.results import load_results  # noqa: E402
 from dse.search.execute.runner import run_study  # noqa: E402
+from dse.search.study.results import load_results  # noqa: E402
 from dse.search.study.study import load_study  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -126,6 +126,7 @@ def _die_once(folder: str, design, models):
     to gather them); otherwise ``evaluate_design``."""
     import signal
     import time
+
     from dse.search.execute.evaluation import evaluate_design
     time.sleep(0.02)
     if os.path.exists(os.path.join(folder, "arm")):
@@ -165,6 +166,7 @@ def test_distributed_error_lines_of_a_lost_worker_are_silenced(capfd):
     """What distributed logs when a worker dies while its results are gathered ("Couldn't gather
     keys", at ERROR) is not printed once the pool quietened it: the pool's own line says it."""
     import logging
+
     from dse.search.execute.dask_pool import _quiet
     _quiet()
     for name in ("distributed.scheduler", "distributed.client", "distributed.worker", "distributed.nanny"):
@@ -176,8 +178,9 @@ def test_remote_workers_share_the_drivers_warm_folder(tmp_path, cluster, monkeyp
     """Workers started elsewhere (the fixture's, without the driver's environment) get its
     DSE_WARM_CACHE_DIR and build log through the pool's plugin: each domain's layout is built
     once, in that folder, for the whole cluster."""
-    from tests.search.execute.test_shared_warm import SPACE, STUDY as TRACE_STUDY
     from dse.search.execute.warm import layout_domain
+    from tests.search.execute.test_shared_warm import SPACE
+    from tests.search.execute.test_shared_warm import STUDY as TRACE_STUDY
     (tmp_path / "space.toml").write_text(SPACE)
     (tmp_path / "s.toml").write_text(TRACE_STUDY.format(root=ROOT))
     monkeypatch.setenv("DSE_WARM_CACHE_DIR", str(tmp_path / "shared"))

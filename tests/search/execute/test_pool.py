@@ -121,6 +121,7 @@ def test_released_workers_leave_no_thread_behind():
     non-daemon thread (loky's manager thread, forgotten by ``shutdown(wait=False)``) made
     ``lifetime.exit_now`` take the interpreter's slow normal exit."""
     import threading
+
     from dse.search.execute.workers import release_workers, stop_workers
     before = set(threading.enumerate())
     pool = started(EvaluationPool(2, affinity=True))

@@ -6,10 +6,10 @@ import numpy as np
 import optuna
 import pytest
 
-from dse.search.front import pareto
 from dse.search.execute import runner as runner_mod
 from dse.search.execute.progress import RunningFront, TrialFront, front_trials
 from dse.search.execute.runner import run_study
+from dse.search.front import pareto
 from dse.search.study.study import load_study
 from tests.fixtures import TOY_OBJECTIVES, TOY_SPACE, write_study
 from tests.search.execute.test_ask_ahead import failing_eval

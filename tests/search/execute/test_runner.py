@@ -11,10 +11,10 @@ import pytest
 
 from dse.errors import ConfigError
 from dse.search.execute.evaluation import design_key
-from dse.search.storage.optuna_compat import trial_id
-from dse.search.study.results import load_results
 from dse.search.execute.runner import run_study
+from dse.search.storage.optuna_compat import trial_id
 from dse.search.storage.storage import open_study, quiet_optuna
+from dse.search.study.results import load_results
 from dse.search.study.study import load_study
 from tests.fixtures import LATENCY_POWER_OBJECTIVES, TOY_OBJECTIVES, TOY_SPACE, write_study
 
@@ -297,6 +297,7 @@ def test_run_resume_and_front_on_postgresql(tmp_path, postgres_url):
 def test_front_trials_are_optunas_best_trials():
     """The progress line's front (no deep copy of every trial) is ``Study.best_trials``."""
     import numpy as np
+
     from dse.search.execute.progress import front_trials
     rng = np.random.default_rng(3)
     for constrained in (False, True):

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from dse.mapping import warm_cache
-from dse.search.study.results import load_results
 from dse.search.execute.runner import run_study
-from dse.search.study.study import load_study
 from dse.search.execute.warm import MAX_WARM_DOMAINS, domain_designs, warm_placements
+from dse.search.study.results import load_results
+from dse.search.study.study import load_study
 
 ROOT = Path(__file__).resolve().parents[3]
 STUDY = """

@@ -11,10 +11,10 @@ from optuna.distributions import FloatDistribution
 
 from dse.search.execute import runner
 from dse.search.execute.pool import EvaluationPool
-from dse.search.storage.mirror import StudyMirror
-from dse.search.study.results import load_results
 from dse.search.execute.runner import run_study
+from dse.search.storage.mirror import StudyMirror
 from dse.search.storage.storage import quiet_optuna
+from dse.search.study.results import load_results
 from dse.search.study.study import load_study
 from tests.fixtures import TOY_OBJECTIVES, TOY_SPACE, write_study
 from tests.search.execute.test_runner import fake_eval

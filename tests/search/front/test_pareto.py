@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dse.search.front import pareto
 from dse.search.front.pareto import _hv_slicing, hypervolume, nondominated, to_min
-from dse.search.front.pareto import chord_knee_index as knee_index   # the chord knee (before issue 32)
+from dse.search.front.pareto import chord_knee_index as knee_index  # the chord knee (before issue 32)
 
 
 def _dominates(a, b) -> bool:

@@ -7,7 +7,6 @@ from dse.search.front import robust
 from tests.search.review.test_quality import fake_eval, fake_study
 
 
-
 def test_robust_knees_count_every_variant(tmp_path):
     res = fake_study(tmp_path)
     variants = robust.seed_variants(res.cfg, 6)

@@ -13,8 +13,8 @@ import pytest
 
 from dse.pipeline.evaluate import evaluate
 from dse.search.front import pareto
-from dse.search.grid.grid import enumerate_space, run_grid
 from dse.search.front.ndsort import nondominated_fast
+from dse.search.grid.grid import enumerate_space, run_grid
 from dse.search.space.objectives import objectives_from_dict, score
 from dse.search.space.space_file import space_from_dict
 from dse.spec import DesignPoint

@@ -12,12 +12,19 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dse.search.propose import bounds
-from dse.search.execute.evaluation import evaluate_design
 from dse.mapping.placement import domain
-from dse.search.propose.fidelity import (bound_value, closed_form_bounds, closed_form_bounds_many,
-                                 closed_form_bounds_reference, constraint_view, design_bound,
-                                 valid_for_constraint, valid_for_objective)
+from dse.search.execute.evaluation import evaluate_design
+from dse.search.propose import bounds
+from dse.search.propose.fidelity import (
+    bound_value,
+    closed_form_bounds,
+    closed_form_bounds_many,
+    closed_form_bounds_reference,
+    constraint_view,
+    design_bound,
+    valid_for_constraint,
+    valid_for_objective,
+)
 from dse.search.space.objectives import load_objectives, score
 from dse.search.space.space_file import load_space
 from dse.spec import DesignPoint

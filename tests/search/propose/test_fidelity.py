@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 
 from dse.search import load_results, load_study, run_study
-
-from dse.search.front import pareto
 from dse.search.execute.evaluation import evaluate_design
+from dse.search.execute.trials import DesignCache
+from dse.search.front import pareto
 from dse.search.propose.fidelity import check_fidelity
 from dse.search.space.objectives import score
-from dse.search.execute.trials import DesignCache
 from tests.fixtures import SCHEDULING_SPACE, write_study
 from tests.search.execute.test_resume import interrupted_run, outcome
 

@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 
 from dse.search import load_results, load_study, run_study
-
 from dse.search.front import pareto
-
 from dse.search.propose import draw, estimate, guided
 from tests.fixtures import LATENCY_POWER_OBJECTIVES
 from tests.search.execute.test_resume import outcome

@@ -5,10 +5,10 @@ import numpy as np
 import optuna
 import pytest
 
+from dse.search.execute.runner import run_study
 from dse.search.propose import samplers
 from dse.search.propose.nsga2 import MemoNSGAIISampler
 from dse.search.storage.optuna_compat import clear_study_system_attrs
-from dse.search.execute.runner import run_study
 from dse.search.study.study import load_study
 from tests.search.execute.test_runner import _history, _study, fake_eval
 

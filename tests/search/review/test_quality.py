@@ -7,9 +7,9 @@ import math
 import pytest
 
 from dse.errors import ConfigError
+from dse.search.execute.runner import run_study
 from dse.search.review import quality
 from dse.search.study.results import load_results
-from dse.search.execute.runner import run_study
 from dse.search.study.study import load_study
 
 SPACE = """
@@ -103,6 +103,7 @@ def test_compare_refuses_different_questions(tmp_path):
     (tmp_path / "other.toml").write_text('[[objectives]]\nmetric = "b"\n')
     c = fake_study(tmp_path, "c")
     from dataclasses import replace
+
     from dse.search.space.objectives import load_objectives
     c.cfg = replace(c.cfg, objectives=load_objectives(tmp_path / "other.toml"))
     with pytest.raises(ConfigError, match="objectives"):

@@ -10,10 +10,8 @@ import pytest
 from dse.errors import ConfigError
 from dse.search.space.objectives import load_objectives, objectives_from_dict, score
 from dse.search.study.study import load_study
-from tests.fixtures import TWO_MODEL_STUDY as GOOD, write_small_study as _files
-
-
-
+from tests.fixtures import TWO_MODEL_STUDY as GOOD
+from tests.fixtures import write_small_study as _files
 
 BAD_OBJECTIVES = [
     ('[[objectives]]\nmetric = "t_layer_us"\ndirection = "min"\n',

@@ -40,6 +40,7 @@ def test_a_batch_written_after_another_writer_is_renumbered(tmp_path):
     """``write_batch`` numbers a batch from ``next_number``; trials another process wrote
     meanwhile move the batch, and a repeat of a trial of the same batch follows it."""
     from optuna.storages import RDBStorage
+
     from dse.search.storage.stored import OUTCOME_ATTR
     dist = {"x": FloatDistribution(0, 1)}
     with quiet_optuna():

@@ -16,7 +16,6 @@ import pytest
 
 from dse.cli import main
 from dse.search.storage.stored import is_scored
-
 from tests.search.sqlite_study import QUICK, copy_db, finished_db  # noqa: F401 (finished_db: a fixture)
 
 

@@ -11,7 +11,6 @@ from dse.cli import main
 from dse.search.storage.storage import mask_text, mask_url, quiet_optuna
 from tests.fixtures import write_distributed_study as write_study
 
-
 SECRET = "Zq9-unlikely-secret"
 
 
@@ -81,6 +80,7 @@ def test_close_storages_leaves_a_sqlite_study_whole_in_its_file(tmp_path):
     closes last, so the write-ahead log is checkpointed into the file and removed. Closed the
     other way round, the log stays, and the file alone lacks the study."""
     import optuna
+
     from dse.search.storage.storage import close_storages, open_storage
     db, wal = tmp_path / "w.db", tmp_path / "w.db-wal"
     writer = open_storage(f"sqlite:///{db}", "w", tmp_path)
@@ -98,6 +98,7 @@ def test_a_cleanup_error_caused_by_an_interrupt_is_not_printed(tmp_path, caplog)
     """Ctrl-C or SIGTERM landing while SQLAlchemy fetches rows: its "Error closing cursor"
     (the cursor of a connection already closed) is not logged, other pool errors still are."""
     import logging
+
     from dse.search.storage.storage import close_storage, open_storage
     storage = open_storage(f"sqlite:///{tmp_path / 's.db'}", "s", tmp_path)
     logger = storage.engine.pool.logger

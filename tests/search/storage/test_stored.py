@@ -10,8 +10,15 @@ import pytest
 from optuna.trial import TrialState
 
 from dse.cli import main
-from dse.search.storage.stored import (FORM_ATTR, OUTCOME_ATTR, VALUES_ATTR, outcome, sampler_form, stored_form,
-                               stored_state)
+from dse.search.storage.stored import (
+    FORM_ATTR,
+    OUTCOME_ATTR,
+    VALUES_ATTR,
+    outcome,
+    sampler_form,
+    stored_form,
+    stored_state,
+)
 from tests.dashboard_api import dashboard_get
 from tests.fixtures import write_study
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from dse.cli.run import _knee_summary
-from dse.search.storage.optuna_compat import trial_id
-from dse.search.study.results import load_results
 from dse.search.execute.runner import run_study
+from dse.search.storage.optuna_compat import trial_id
 from dse.search.storage.storage import open_study, quiet_optuna
+from dse.search.study.results import load_results
 from tests.search.execute.test_runner import _cfg, _study, fake_eval
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -129,6 +129,7 @@ def test_reading_a_study_back_pauses_garbage_collection(tmp_path, monkeypatch):
     collector paused (a full collection walks every trial object built so far), and restore its
     state after, also on an error."""
     import gc
+
     from dse.errors import ConfigError
     from dse.search.study import results
     cfg = _cfg(_study(tmp_path, "random", trials=24, space=SMALL))

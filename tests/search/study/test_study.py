@@ -8,9 +8,8 @@ import pytest
 
 from dse.errors import ConfigError
 from dse.search.study.study import load_study
-from tests.fixtures import TWO_MODEL_STUDY as GOOD, write_small_study as _files
-
-
+from tests.fixtures import TWO_MODEL_STUDY as GOOD
+from tests.fixtures import write_small_study as _files
 
 
 def test_good_study_and_overrides(tmp_path):

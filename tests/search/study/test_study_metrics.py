@@ -100,8 +100,9 @@ def test_closed_form_constraints_on_the_catalog_load(tmp_path):
 def test_a_constraint_on_a_missing_metric_counts_as_met():
     """The premise of the refusal: a feasible design whose constraint metric is empty scores as
     feasible (the constraint ignored), so a closed-form study would never apply it."""
-    from dse.search.space.objectives import objectives_from_dict, score
     import tomllib
+
+    from dse.search.space.objectives import objectives_from_dict, score
     objs = objectives_from_dict(tomllib.loads(CONSTRAINED.format(
         extra='[[constraints]]\nmetric = "actual_mfu"\nge = 0.3')), source="t")
     sc = score({"m": {"feasible": True, "ffn_latency_us_per_token": 1.0, "pool_power_w": 2.0, "die_area_mm2": 1.0,
