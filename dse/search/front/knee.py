@@ -2,62 +2,111 @@
 
 Works on a front in *minimisation* form ``F`` (n points x m objectives; ``pareto.to_min``).
 
-Normalisation (``robust_bounds``)
-    Each objective is scaled by robust quantiles of the front, ``lo = q10`` and ``hi = q90``
-    (``QUANTILES``), to ``N = (f - lo) / (hi - lo)``: 0 is a good value on the front, 1 a poor
-    one; values beyond the quantiles fall outside [0, 1]. The min-max normalisation of
-    ``pareto.knee_index`` hinges on the two extreme points of each objective: one far-off
-    design (very good in one objective, very poor in the others, hence non-dominated) rescales
-    every other objective and moves the knee. A quantile moves by at most one order statistic
-    when one point is added, so the scales barely move; fixed bounds from the space's closed
-    form would not move at all, but would tie this module to a study (``front`` knows no study).
-    An objective constant on the front is dropped; one whose quantiles coincide (all but a few
-    points equal) falls back to its min and max.
+Coordinates (``Scale``): relative, not normalised
+    An objective whose values on the front all have one sign (latency, dollars, MFU: every
+    physical objective of this project) gets the *relative* coordinate ``N = ln |f|`` (its sign
+    flipped for a maximised objective, so that smaller is better). One unit of ``N`` is a factor e
+    of that objective, whatever its spread, and a difference of 0.02 is 2 %; the objective's unit
+    only shifts every utility by one constant. The coordinate of a design depends on the design
+    alone: adding a design to a front changes no other design's utility, and two runs (or two
+    batches of one run) that found the same design give it the same utility. The normalisations tried
+    before hinged on the front: min-max on its two extremes (one far-off design rescaled every
+    objective), then its 10 % and 90 % quantiles (``QUANTILES``), which still differ between
+    runs that found different fronts: on ``studies/full.toml``, seeds 0-4, they turned a
+    0.08-margin knee of the merged front into a 0.008-margin loss on one seed
+    (``benchmarks/bench_knee.py``). Fixed bounds from the space's closed form would be stable
+    but miss the trace-driven values by the closed form's error, objective by objective.
+    An objective that is zero or changes sign on the front (a slack, a difference) has no
+    relative scale: it falls back to the robust linear one, ``N = (f - q10) / (q90 - q10)``; an
+    objective constant on the front is dropped.
 
-Utility (``utility``)
-    ``u = (1 - sum_j N_j) / sqrt(m)``: the signed distance to the hyperplane ``sum_j N_j = 1``
-    through the robust anchors (each the q10 of one objective and the q90 of the others),
-    positive on the ideal point's side. On a two-objective front normalised min-max whose
-    extremes are the anchors, this is the chord distance of ``pareto.knee_index`` (Das 1999;
-    Deb & Gupta 2011); it stays defined, and stable, when the extremes are not the anchors.
+Utility (``Scale.utility``)
+    ``u = -sum_j N_j``: with relative coordinates, ``u = -ln prod_j |f_j|`` (maximised objectives
+    inverted: for latency, cost and MFU, ``ln(MFU / (latency x cost))``, a figure of merit in the
+    objectives' units): a design 2 % better than another in one objective and equal in the
+    others scores 0.02 more. Its level sets are the hyperplanes on which a relative gain in one
+    objective is paid by the same relative loss in the others, so its maximum on a front is the
+    point where that trade turns from cheap to dear: the knee of the front drawn in log
+    coordinates (the hyperplane-distance knee of Das 1999 / Deb & Gupta 2011 with every
+    objective weighted by its relative change rather than by its range on one front).
 
 Neighbourhood and candidates (``local_maxima``)
-    The neighbourhood of a front point is every other front point within normalised Euclidean
-    distance ``RADIUS`` of it, together with its ``k = 2 (m - 1)`` nearest front points and any
-    within ``SLACK`` times the k-th nearest distance (so an isolated point still has neighbours:
-    on a two-objective front sorted by the first objective, the points either side; on a
-    three-objective lattice, all six around a point, not four of them picked by rounding). A *candidate* is a point whose utility is no lower than any of its
-    neighbours' and higher than at least one's (a local maximum that bulges: a flat stretch of
-    front holds none; equal points both qualify and then group together). A front without any
-    (straight, or concave toward the ideal) has its best-utility points as candidates.
+    The neighbourhood of a front point is every other front point within Euclidean distance
+    ``RADIUS`` of it in the coordinates (0.1: about 10 % in each objective), together with its ``k = 2 (m - 1)``
+    nearest front points and any within ``SLACK`` times the k-th nearest distance (so an
+    isolated point still has neighbours: on a two-objective front sorted by the first
+    objective, the points either side; on a three-objective lattice, all six around a point).
+    A *candidate* is a point whose utility is no lower than any of its neighbours' and higher
+    than at least one's (a local maximum that bulges: a flat stretch of front holds none; equal
+    points both qualify and then group together). A front without any has its best-utility
+    points as candidates. A point with the best value of some objective on the front is an end
+    of the front, not a compromise between its objectives, and is not a candidate (unless no
+    other point is): a far-off design, very good in one objective and very poor in the others,
+    is such an end, so adding one cannot move the knee even when its product of objectives is
+    the best.
 
 Grouping, score, margin, ambiguity (``knee_candidates``)
     The caller gives each row a group key (``designs`` and ``keys``: the design knobs that name
     an architecture, e.g. core side, array depth, tile width, pooling); candidates of one key
     form one *architecture*, represented by its best candidate, and scored by its utility.
-    Architectures are ranked by score (ties: nearer the ideal, then the objectives in their
+    Architectures are ranked by score (ties: nearer the origin, then the objectives in their
     order, then the earlier row). Architectures whose best candidates have the same objective
     values are one point of the front: the first keeps it, the others are listed as
-    *equivalent* to it (not ranked apart with a zero margin). The *margin* of an architecture is its score minus the next
-    one's (the last one's is None); a sole candidate's is its score minus the best utility of
-    any front point of another architecture (None when there is none). The choice is *ambiguous*
-    when the top margin is below ``threshold`` (``AMBIGUOUS_MARGIN``, normalised units: a
-    difference in utility smaller than 2 % of the robust span of one objective, about the
-    scatter of the knee's objectives between seeds of a study).
+    *equivalent* to it (not ranked apart with a zero margin). The *margin* of an architecture is
+    its score minus the next one's (the last one's is None); a sole candidate's is its score
+    minus the best utility of any front point of another architecture (None when there is
+    none). The choice is *ambiguous* when the top margin is below ``threshold``
+    (``AMBIGUOUS_MARGIN``: 0.02, the top architecture's product of objectives less than 2 %
+    better than the next one's, within the scatter of the trace-driven figures between
+    synthetic-trace seeds).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Mapping, Sequence
 
 import numpy as np
 
-QUANTILES = (0.10, 0.90)     # robust normalisation of each objective over the front
-RADIUS = 0.10                # neighbourhood radius, normalised units
-AMBIGUOUS_MARGIN = 0.02      # top margin below this: the knee is an ambiguous choice
+QUANTILES = (0.10, 0.90)     # linear fallback: robust normalisation of an objective without a sign
+RADIUS = 0.10                # neighbourhood radius in the coordinates (about 10 % of each objective)
+AMBIGUOUS_MARGIN = 0.02      # top margin below this: the knee is an ambiguous choice (2 %)
 TOL = 1e-9                   # utilities closer than this are equal
 SLACK = 1.25                 # neighbours: also every point within 1.25 x the k-th nearest distance
+TINY = 1e-300                # floor of |f| in a relative coordinate (an estimate of the wrong sign)
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How each objective becomes a knee coordinate (module docstring): ``log[j]`` relative
+    (``sign[j]`` the sign of its values, ``ref[j]`` 0), else linear
+    from ``ref[j]`` (the 10 % quantile) over ``span[j]``; ``span[j] == 0``: dropped."""
+    log: np.ndarray
+    sign: np.ndarray
+    ref: np.ndarray
+    span: np.ndarray
+
+    @classmethod
+    def of(cls, F: np.ndarray, q: tuple[float, float] = QUANTILES) -> "Scale":
+        """The scale of the front ``F``."""
+        F = np.asarray(F, dtype=float)
+        sign = np.where((F > 0).all(axis=0), 1.0, np.where((F < 0).all(axis=0), -1.0, 0.0))
+        log = (sign != 0) & (np.ptp(F, axis=0) > 0)
+        lo, hi = robust_bounds(F, q)
+        ref = np.where(log, 0.0, lo)
+        span = np.where(log, 1.0, np.where(hi > lo, hi - lo, 0.0))
+        return cls(log, sign, ref, span)
+
+    def coords(self, F: np.ndarray) -> np.ndarray:
+        """The coordinates of the rows of ``F`` (dropped objectives left out); smaller is better."""
+        F = np.asarray(F, dtype=float)
+        with np.errstate(invalid="ignore"):
+            rel = self.sign * (np.log(np.maximum(self.sign * F, TINY)) - self.ref)
+        lin = (F - self.ref) / np.where(self.span > 0, self.span, 1.0)
+        return np.where(self.log, rel, lin)[:, self.span > 0]
+
+    def utility(self, F: np.ndarray) -> np.ndarray:
+        """The knee utility of the rows of ``F`` (module docstring)."""
+        return utility(self.coords(F))
 
 
 @dataclass
@@ -81,8 +130,7 @@ class Candidate:
 @dataclass
 class KneeCandidates:
     candidates: list[Candidate]
-    lo: np.ndarray                   # normalisation (minimisation form, per objective)
-    hi: np.ndarray
+    scale: Scale                     # the coordinates the utilities were computed in
     keys: tuple[str, ...] = ()
     threshold: float = AMBIGUOUS_MARGIN
     utility: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -122,8 +170,8 @@ def _merge_equivalent(cands: list[Candidate], F: np.ndarray) -> list[Candidate]:
 
 
 def robust_bounds(F: np.ndarray, q: tuple[float, float] = QUANTILES) -> tuple[np.ndarray, np.ndarray]:
-    """Per-objective ``(lo, hi)`` of the normalisation (module docstring); ``hi == lo`` marks an
-    objective constant on the front."""
+    """Per-objective ``(lo, hi)`` of the linear fallback (module docstring): the quantiles, or the
+    min and max where they coincide; ``hi == lo`` marks an objective constant on the front."""
     F = np.asarray(F, dtype=float)
     lo, hi = np.quantile(F, q[0], axis=0), np.quantile(F, q[1], axis=0)
     mn, mx = F.min(axis=0), F.max(axis=0)
@@ -131,18 +179,9 @@ def robust_bounds(F: np.ndarray, q: tuple[float, float] = QUANTILES) -> tuple[np
     return np.where(flat, mn, lo), np.where(flat, mx, hi)
 
 
-def normalised(F: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """``F`` scaled by ``(lo, hi)``; objectives with ``hi <= lo`` dropped."""
-    keep = hi > lo
-    return (np.asarray(F, dtype=float)[:, keep] - lo[keep]) / (hi[keep] - lo[keep])
-
-
 def utility(N: np.ndarray) -> np.ndarray:
-    """Signed distance of the normalised rows to the hyperplane ``sum N = 1`` (module docstring)."""
-    m = N.shape[1]
-    if m == 0:
-        return np.zeros(len(N))
-    return (1.0 - N.sum(axis=1)) / math.sqrt(m)
+    """The knee utility of rows in knee coordinates: ``-sum N`` (module docstring)."""
+    return -np.asarray(N, dtype=float).sum(axis=1)
 
 
 def local_maxima(N: np.ndarray, u: np.ndarray, radius: float = RADIUS) -> np.ndarray:
@@ -163,6 +202,17 @@ def local_maxima(N: np.ndarray, u: np.ndarray, radius: float = RADIUS) -> np.nda
     return np.flatnonzero(u >= u.max() - TOL)         # no bulge anywhere (a flat front): its best points
 
 
+def interior(rows: np.ndarray, N: np.ndarray) -> np.ndarray:
+    """``rows`` without the front's extremes (a row with the best value of some objective), unless
+    that leaves none: an extreme is an end of the front, not a compromise (module docstring).
+    With fewer than two objectives varying on the front there is nothing to compromise on."""
+    if N.shape[1] < 2 or len(rows) == 0:
+        return rows
+    extreme = (N <= N.min(axis=0) + TOL).any(axis=1)
+    inner = rows[~extreme[rows]]
+    return inner if len(inner) else rows
+
+
 def _group_keys(n: int, designs: Sequence[Mapping[str, Any]] | None, keys: Sequence[str]) -> list[tuple]:
     if designs is None or not keys:
         return [(i,) for i in range(n)]            # no grouping: each point its own architecture
@@ -175,24 +225,24 @@ def _hashable(v: Any) -> Hashable:
 
 def knee_candidates(F: np.ndarray, designs: Sequence[Mapping[str, Any]] | None = None, keys: Sequence[str] = (),
                     *, threshold: float | None = None, radius: float = RADIUS,
-                    bounds: tuple[np.ndarray, np.ndarray] | None = None) -> KneeCandidates:
+                    scale: Scale | None = None) -> KneeCandidates:
     """The knee candidates of the front ``F`` grouped by ``keys`` of ``designs`` (one mapping per
-    row), best first; ``bounds`` fixes the normalisation instead of ``robust_bounds(F)``;
+    row), best first; ``scale`` fixes the coordinates instead of ``Scale.of(F)``;
     ``threshold``: the ambiguity margin (default ``AMBIGUOUS_MARGIN``)."""
     threshold = AMBIGUOUS_MARGIN if threshold is None else threshold
     F = np.asarray(F, dtype=float)
     n = len(F)
     if n == 0:
-        z = np.zeros(F.shape[1] if F.ndim == 2 else 0)
-        return KneeCandidates([], z, z, tuple(keys), threshold)
-    lo, hi = bounds if bounds is not None else robust_bounds(F)
-    N = normalised(F, lo, hi)
+        m = F.shape[1] if F.ndim == 2 else 0
+        return KneeCandidates([], scale or Scale.of(np.ones((1, m))), tuple(keys), threshold)
+    scale = scale if scale is not None else Scale.of(F)
+    N = scale.coords(F)
     u = utility(N)
     groups = _group_keys(n, designs, keys)
     near = np.round(np.linalg.norm(N, axis=1), 12)
     order_key = {i: (-round(float(u[i]), 12), near[i], *np.round(F[i], 12), i) for i in range(n)}
     best: dict[tuple, Candidate] = {}
-    for i in sorted(local_maxima(N, u, radius).tolist(), key=order_key.__getitem__):
+    for i in sorted(interior(local_maxima(N, u, radius), N).tolist(), key=order_key.__getitem__):
         g = groups[i]
         if g in best:
             best[g].members.append(i)
@@ -204,4 +254,4 @@ def knee_candidates(F: np.ndarray, designs: Sequence[Mapping[str, Any]] | None =
     if len(cands) == 1:
         rest = [float(u[i]) for i in range(n) if not cands[0].names(groups[i])]
         cands[0].margin = cands[0].score - max(rest) if rest else None
-    return KneeCandidates(cands, lo, hi, tuple(keys), threshold, u)
+    return KneeCandidates(cands, scale, tuple(keys), threshold, u)

@@ -5,10 +5,10 @@ objective by -1 first (``to_min``).
 
 Knee (``knee_index``)
     The top knee candidate of ``dse.search.front.knee``: among the local maxima of the utility
-    (signed distance to the hyperplane through robust anchors, objectives normalised by the
-    front's 10 % and 90 % quantiles), the highest. One far-off design cannot move it, unlike the
-    chord through the extremes below, which it replaced as the knee every command shows (the
-    golden files of the shipped studies were regenerated for it).
+    ``-sum_j ln |f_j|`` (every objective weighted by its relative change; the linear robust
+    normalisation for an objective that is zero or changes sign on the front) that are not an
+    end of the front, the highest. One far-off design cannot move it, unlike the chord through
+    the extremes below, which it replaced as the knee every command shows.
 
 Chord knee (``chord_knee_index``, the knee before; kept for comparison and its tests)
     1. Normalise the front per objective to [0, 1] (0 = best on the front, 1 = worst); an

@@ -19,8 +19,9 @@ says when). For each batch (``plan``):
    (``dse.search.propose.estimate.Estimator``);
 4. **pick**: turns in the order top, second, top, third, ... (the top candidate takes every other
    turn: its region is refined most); on its turn a candidate takes
-   alternately the move of its pool with the best estimated knee utility (on the front's current
-   normalisation) times its probability of being feasible, and the move adding most estimated
+   alternately the move of its pool with the best estimated knee utility (in the front's knee
+   coordinates) plus the log of its probability of being feasible (the log of the expected
+   product of objectives, an infeasible design counting zero), and the move adding most estimated
    hypervolume to the front (``guided.greedy_hv`` over its pool): the knee region is resolved and
    its stretch of front filled.
 
@@ -176,7 +177,7 @@ def plan(cfg: Any, ev: Any, rng: np.random.Generator, k: int, settings: Mapping[
         return None
     est, p_ok = Estimator(cfg, ev, float(settings.get("ridge", 10.0)), bool(settings.get("logistic", False)),
                           memo)([cands[i] for i in idx], B[idx], H[idx])
-    u = kn.utility(kn.normalised(est, kc.lo, kc.hi)) * p_ok
+    u = kc.scale.utility(est) + np.log(np.maximum(p_ok, 1e-12))   # ln of the expected figure of merit
     owners = np.array(owner)[idx]
     picked = _round_robin(est, u, owners, F, k, rng, samples, p_ok)
     rows = idx[picked]

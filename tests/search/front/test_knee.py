@@ -106,3 +106,74 @@ def test_robust_bounds_fall_back_to_min_max_when_quantiles_coincide():
     lo, hi = knee.robust_bounds(F)
     np.testing.assert_allclose(lo, [0.0, 0.0])
     np.testing.assert_allclose(hi, [1.0, 1.0])
+
+
+# Relative (log) coordinates: every objective of one sign on the front --------------------------------
+
+def positive_two_bulges(depth_a: float = 0.10, depth_b: float = 0.06) -> np.ndarray:
+    """``two_bulges`` drawn in log coordinates: f1 = e^(2 x), f2 = e^(2 y), both positive (a
+    latency and a cost, say), the bulges at x = 0.3 and x = 0.72."""
+    return np.exp(2.0 * two_bulges(depth_a, depth_b))
+
+
+ARCH = arch(two_bulges())      # the same architectures as the linear front's
+
+
+def test_positive_front_uses_relative_coordinates_and_finds_both_bulges():
+    F = positive_two_bulges()
+    kc = knee.knee_candidates(F, ARCH, ["side"])
+    assert kc.scale.log.all()
+    assert [c.index for c in kc.candidates] == [12, 29]
+    # the score is -ln(f1 f2): 2 x (the dent) above the straight front's level
+    straight = kc.scale.utility(np.exp(2.0 * two_bulges(0.0, 0.0)))   # the same front, no dents
+    assert kc.candidates[0].score - straight[12] == pytest.approx(2 * 0.10, rel=1e-3)
+
+
+def test_relative_knee_ignores_units_and_the_rest_of_the_front():
+    F = positive_two_bulges()
+    ref = knee.knee_candidates(F, ARCH, ["side"])
+    scaled = knee.knee_candidates(F * [1e-6, 3e4], ARCH, ["side"])     # other units
+    assert [c.index for c in scaled.candidates] == [c.index for c in ref.candidates]
+    np.testing.assert_allclose([c.margin for c in scaled.candidates[:1]], [ref.candidates[0].margin], rtol=1e-9)
+    # a utility depends on its design alone: the same on half the front
+    keep = np.arange(0, len(F), 2)
+    np.testing.assert_allclose(knee.knee_candidates(F[keep]).utility, ref.utility[keep], atol=1e-12)
+    np.testing.assert_allclose(ref.utility, -np.log(F).sum(axis=1), atol=1e-12)
+
+
+@pytest.mark.parametrize("far", [(1e-6, 1e6), (1e5, 1e-4), (1e-6, 1e3), (0.5, 90.0), (60.0, 0.9)])
+def test_relative_knee_cannot_move_with_one_far_point(far):
+    """Far points very good in one objective and very poor in the other, including ones whose
+    product of objectives beats every design of the front (1e-6 x 1e3): an end of the front is
+    not a knee."""
+    F = positive_two_bulges()
+    ref = knee.knee_candidates(F, ARCH, ["side"])
+    G = np.vstack([F, far])
+    assert pareto.nondominated(G).all()
+    kc = knee.knee_candidates(G, ARCH + [{"side": "far", "other": -1}], ["side"])
+    assert kc.top == ref.top
+    assert [c.group for c in kc.candidates][:2] == [("a",), ("b",)]
+    assert kc.candidates[0].margin == pytest.approx(ref.candidates[0].margin, abs=1e-12)
+
+
+def test_maximised_objective_is_relative_too_and_mixed_signs_fall_back():
+    F = positive_two_bulges()
+    mfu = np.column_stack([F[:, 0], -1.0 / F[:, 1]])        # maximise 1/f2: to_min form is negative
+    a, b = knee.knee_candidates(F), knee.knee_candidates(mfu)
+    assert b.scale.log.all() and list(b.scale.sign) == [1.0, -1.0]
+    np.testing.assert_allclose(a.utility - a.utility[0], b.utility - b.utility[0], atol=1e-12)
+    mixed = F.copy()
+    mixed[:, 1] -= np.median(mixed[:, 1])                   # a slack: zero and both signs on the front
+    s = knee.Scale.of(mixed)
+    assert list(s.log) == [True, False] and s.span[1] > 0
+
+
+def test_an_estimate_of_the_wrong_sign_stays_finite_and_ordered():
+    """A minimised objective at or below zero is its best value, a maximised one at or below zero
+    its worst (the coordinate stays monotone in the objective, never NaN)."""
+    F = positive_two_bulges()
+    u = knee.knee_candidates(F).scale.utility(np.array([[-1.0, 1.0], [1e-3, 1.0], [1.0, 1.0]]))
+    assert np.isfinite(u).all() and u[0] >= u[1] > u[2]
+    G = np.column_stack([F[:, 0], -F[:, 1]])
+    v = knee.knee_candidates(G).scale.utility(np.array([[1.0, 1.0], [1.0, -1e-3], [1.0, -1.0]]))
+    assert np.isfinite(v).all() and v[0] <= v[1] < v[2]

@@ -104,17 +104,20 @@ def test_knee_degenerate_cases():
 
 
 def test_knee_index_is_the_top_knee_candidate():
-    """``pareto.knee_index`` (the knee every command shows) is the robust top candidate: it agrees
-    with the chord knee on clear cases, is invariant to positive affine rescaling and keeps the
-    same degenerate answers."""
+    """``pareto.knee_index`` (the knee every command shows) is the top knee candidate: it agrees
+    with the chord knee on clear cases, is invariant to a change of units (positive rescaling;
+    an objective that crosses zero, on the linear fallback, to positive affine maps too) and
+    keeps the same degenerate answers."""
     from dse.search.front.knee import knee_candidates
     F = np.array([[0, 10], [1, 1], [3, 0.5], [10, 0]], float)
     assert pareto.knee_index(F) == 1 == knee_candidates(F).top
     rng = np.random.default_rng(3)
     x = np.sort(rng.random(15))
     F = np.column_stack([x, (1 - x) ** 3])
-    G = F * np.array([1000.0, 0.01]) + np.array([-5.0, 7.0])
+    G = F * np.array([1000.0, 0.01])
     assert pareto.knee_index(G) == pareto.knee_index(F)
+    Z = F - F.mean(axis=0)                                   # both objectives cross zero: linear fallback
+    assert pareto.knee_index(Z * np.array([1000.0, 0.01]) + np.array([-5.0, 0.0])) == pareto.knee_index(Z)
     assert pareto.knee_index(np.array([[1.0, 2.0], [1.0, 2.0]])) == 0
     assert pareto.knee_index(np.array([[1.0, 5.0], [2.0, 5.0], [3.0, 5.0]])) == 0
     with pytest.raises(ValueError):
