@@ -25,6 +25,30 @@ def default_pe_groups(core_side: int) -> int:
     return core_side ** 2
 
 
+EITHER = "either"            # a knob shown so where no metric can depend on its value
+
+
+def pooling_matters(groups_per_core: int) -> bool:
+    """Whether ``pooling`` can change a schedule: core-local pooling (``broadcast``) runs a job in
+    another PE group of its expert's core; with one group per core there is none, and ``direct``
+    and ``broadcast`` schedule, move and cost alike (``tests/spec/test_design.py`` evaluates both)."""
+    return groups_per_core > 1
+
+
+def architecture_view(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """A flat design with every knob that no metric can depend on, given the others, shown as
+    ``EITHER`` (``pooling`` at one PE group per core): two designs that differ only there are one
+    architecture (the knee candidates group by it, ``dse.search.front.knee``)."""
+    out = dict(flat)
+    side = out.get("core_side")
+    groups = out.get("pe_groups_per_core")
+    if groups is None and isinstance(side, int):
+        groups = default_pe_groups(side)
+    if "pooling" in out and isinstance(groups, int) and not pooling_matters(groups):
+        out["pooling"] = EITHER
+    return out
+
+
 @dataclass(frozen=True)
 class DesignPoint:
     # hardware

@@ -99,3 +99,26 @@ def test_every_param_documents_itself():
     for p in PARAMS:
         assert p.doc and p.part in ("hardware", "workload", "mapping")
         assert p.allowed()
+
+
+def test_pooling_is_moot_at_one_pe_group_per_core_and_the_architecture_view_says_so():
+    """``architecture_view`` shows pooling as ``either`` only where the model cannot tell the two
+    poolings apart: one PE group per core gives identical metrics, more groups do not."""
+    from dse.pipeline.evaluate import evaluate
+    from dse.spec import EITHER, architecture_view
+
+    def metrics(**kw):
+        out = evaluate(DesignPoint.from_dict({"trace_steps": 32, "batch": 32, **kw}))
+        return {k: v for k, v in out.metrics.items() if isinstance(v, (int, float))}
+
+    for side, groups in ((4, 1), (3, 1)):
+        a = metrics(core_side=side, pe_groups_per_core=groups, pooling="direct")
+        b = metrics(core_side=side, pe_groups_per_core=groups, pooling="broadcast")
+        assert a == b
+        assert architecture_view({"core_side": side, "pe_groups_per_core": groups, "pooling": "direct"})["pooling"] == EITHER
+    a = metrics(core_side=4, pe_groups_per_core=4, pooling="direct")
+    b = metrics(core_side=4, pe_groups_per_core=4, pooling="broadcast")
+    assert a != b
+    assert architecture_view({"core_side": 4, "pe_groups_per_core": 4, "pooling": "direct"})["pooling"] == "direct"
+    assert architecture_view({"core_side": 1, "pooling": "broadcast"})["pooling"] == EITHER      # default 1 group
+    assert architecture_view({"core_side": 4, "pooling": "broadcast"})["pooling"] == "broadcast"  # default 16

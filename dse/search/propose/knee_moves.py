@@ -12,7 +12,12 @@ says when). For each batch (``plan``):
    (an int or stepped knob by one or two steps, a categorical to an adjacent choice, a continuous
    knob by 10 % of its range or, on a log scale, by a factor of 1.25), the other knobs kept;
    three moves in four leave the architecture keys alone (they refine the candidate), one in four
-   may move them (a neighbouring architecture); designs already proposed are left out;
+   draws one architecture key afresh over its whole range (another architecture, the candidate's
+   other knobs kept: a run that found only one of two near-equal architectures gets to compare
+   them); designs already proposed are left out. Beside the moves, ``GLOBAL_SHARE`` of as many
+   candidates again come from the guided sampler's global pool (uniform draws and mutants of
+   the front), taking turns like one more candidate: the knee is searched for over the whole
+   space too, not only around what the global phase found;
 3. **screen and estimate** as the guided sampler does (``dse.search.propose.guided``): a move whose
    closed-form bounds violate a constraint or are weakly dominated by the front is dropped; the
    others get their estimated objectives and probability of being feasible
@@ -39,10 +44,12 @@ from dse.search.front import knee as kn
 from dse.search.front import pareto
 from dse.search.propose import draw
 from dse.search.propose.estimate import BoundMemo, Estimator, bound_arrays
+from dse.spec import architecture_view
 
 ARCH_SHARE = 0.25            # share of the moves that may change the architecture keys
 FLOAT_STEP = 0.10            # a continuous knob moves by this share of its range
 LOG_FACTOR = 1.25            # ... or, on a log scale, by this factor
+GLOBAL_SHARE = 0.5           # global candidates (the guided sampler's pool) beside the moves, per move
 
 
 def front_of(cfg: Any, ev: Any) -> tuple[np.ndarray, list[dict[str, Any]], list[dict[str, Any]]]:
@@ -56,9 +63,10 @@ def front_of(cfg: Any, ev: Any) -> tuple[np.ndarray, list[dict[str, Any]], list[
 
 def full_designs(cfg: Any, designs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The designs with every knob the study leaves at its default filled in (a key such as
-    core_side then reads its value, not None)."""
+    core_side then reads its value, not None), as architectures (``dse.spec.architecture_view``:
+    pooling at one PE group per core reads ``either``)."""
     env = cfg.base_env()
-    return [{**env, **d} for d in designs]
+    return [architecture_view({**env, **d}) for d in designs]
 
 
 def _move_value(d, v: Any, choices: list, bounds: tuple | None, rng: np.random.Generator) -> Any:
@@ -92,13 +100,18 @@ def _step(d, v: Any, choices: list, bounds: tuple | None, m: int) -> Any:
 
 
 def neighbour(space: Any, base: Mapping[str, Any], rng: np.random.Generator, parent: Mapping[str, Any],
-              fixed: Sequence[str] = ()) -> dict[str, Any]:
-    """``parent`` with 1 or 2 searched knobs not in ``fixed`` moved one or two steps; a knob made
-    illegal by a moved bound is drawn afresh (``draw``'s rule)."""
+              fixed: Sequence[str] = (), jump: Sequence[str] = ()) -> dict[str, Any]:
+    """``parent`` with 1 or 2 searched knobs not in ``fixed`` moved one or two steps; with
+    ``jump``, one knob of ``jump`` drawn afresh over its whole range instead of one of the steps;
+    a knob made illegal by a moved bound is drawn afresh (``draw``'s rule)."""
     c = draw.compiled(space)
     names = [n for n in c.names if n not in fixed and n in parent] or [n for n in c.names if n in parent]
     k = min(len(names), int(rng.integers(1, 3)))
     pick = set(names[i] for i in rng.choice(len(names), size=k, replace=False)) if k else set()
+    far = [n for n in c.names if n in jump and n in parent]
+    redraw = far[int(rng.integers(len(far)))] if far else None
+    if redraw is not None and redraw not in pick and pick:
+        pick.discard(sorted(pick)[0])
     env, out = dict(base), {}
     for d, refs, choices in c.dims:
         if d.type == "fixed":
@@ -108,7 +121,9 @@ def neighbour(space: Any, base: Mapping[str, Any], rng: np.random.Generator, par
             continue
         b = None if d.type == "categorical" else c.bounds(d, refs, env)
         v = parent.get(d.name)
-        if d.name in pick and v is not None:
+        if d.name == redraw:
+            v = _fresh(d, choices, b, rng)
+        elif d.name in pick and v is not None:
             moved = _move_value(d, v, choices, b, rng)
             v = v if moved is None else moved
         if d.type == "categorical":
@@ -145,8 +160,8 @@ def knee_pool(cfg: Any, ev: Any, kc: Any, front_params: list, front_designs: lis
         parents = [c.index] + [i for i in group if i != c.index]
         for j in range(max(1, n // len(cands))):
             p = front_params[parents[0] if j % 2 == 0 else parents[int(rng.integers(len(parents)))]]
-            fixed = keys if rng.random() >= ARCH_SHARE else ()
-            q = neighbour(cfg.space, base, rng, p, fixed)
+            arch = rng.random() < ARCH_SHARE
+            q = neighbour(cfg.space, base, rng, p, () if arch else keys, keys if arch else ())
             key = BoundMemo.key(q)
             if key not in seen:
                 seen.add(key)
@@ -164,8 +179,14 @@ def plan(cfg: Any, ev: Any, rng: np.random.Generator, k: int, settings: Mapping[
         return None
     fdesigns = full_designs(cfg, fdesigns)
     kc = kn.knee_candidates(F, fdesigns, knee_settings.keys)
-    cands, owner = knee_pool(cfg, ev, kc, fparams, fdesigns, rng, int(settings.get("pool", 2000)),
-                             knee_settings.candidates)
+    n = int(settings.get("pool", 2000))
+    cands, owner = knee_pool(cfg, ev, kc, fparams, fdesigns, rng, n, knee_settings.candidates)
+    if GLOBAL_SHARE > 0 and cands:                    # the knee searched for over the whole space too
+        from dse.search.propose.guided import candidates
+        seen = {BoundMemo.key(q) for q in cands}
+        extra = [q for q in candidates(cfg, ev, rng, int(GLOBAL_SHARE * n), float(settings.get("mutants", 0.75)))
+                 if BoundMemo.key(q) not in seen]
+        cands, owner = cands + extra, owner + [max(owner) + 1] * len(extra)
     if not cands:
         return None
     designs = [cfg.design(p) for p in cands]

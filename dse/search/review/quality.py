@@ -86,9 +86,9 @@ def knee_candidates(res, recs=None):
     """``(front records, KneeCandidates)`` of the front of ``recs`` (default: the study's
     candidates), grouped by ``knee_keys``; see ``dse.search.front.knee``."""
     from dse.search.front.knee import knee_candidates as kc
+    from dse.search.propose.knee_moves import full_designs
     fr = res.front() if recs is None else front_of(res, recs)
-    env = res.cfg.base_env()
-    return fr, kc(res.F(fr), [{**env, **r.design} for r in fr], knee_keys(res))
+    return fr, kc(res.F(fr), full_designs(res.cfg, [r.design for r in fr]), knee_keys(res))
 
 
 def candidates_json(res, fr, kc, n: int = 3) -> dict[str, Any]:
