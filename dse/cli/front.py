@@ -135,7 +135,8 @@ def _print_candidates(args, res, front, kc, agree) -> None:
     from dse.search.review import merge, quality
     if front:
         print(textwrap.fill(f"knee candidates (top {min(args.candidates, len(kc.candidates))} of {len(kc.candidates)} "
-                            f"local knees, one per architecture: {', '.join(kc.keys)}):", terminal_width()))
+                            f"local knees, one per architecture: {', '.join(kc.keys)}; "
+                            f"{quality.utility_words(kc)}):", terminal_width()))
         for line in quality.describe_candidates(res, front, kc, args.candidates):
             print(textwrap.fill(line, terminal_width(), initial_indent="  ", subsequent_indent="     "))
     if agree is not None:
@@ -267,9 +268,8 @@ def _print_text(args, res, headers, rows, front, knee, hv, ref, moved, robust) -
         print(f"({len(body) - n} more columns: {', '.join(body[n:])}; choose with --columns, all with --csv)")
     ref_args = cfg.command_args()
     if knee is not None:
-        print(f"* knee: trial {knee.number} (the top knee candidate below: largest bulge toward the ideal, "
-              f"objectives normalised by the front's 10-90 % quantiles; "
-              f"export with `dse export {ref_args} --knee -o design.toml`)")
+        print(f"* knee: trial {knee.number} (the top knee candidate below: the best local maximum of the "
+              f"knee score inside the front; export with `dse export {ref_args} --knee -o design.toml`)")
     if moved is not None and not moved["settled"]:
         print(f"warning: the knee is not settled ({moved['reason']}); run more trials "
               f"(`dse run {ref_args} --trials N`) or pool several seeds (`dse front ... --storage S1 --storage S2`)",

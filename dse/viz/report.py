@@ -115,9 +115,8 @@ def candidates_section(res, n: int = 3, merged=None) -> Section:
     rows = [[i, fr[c.index].number] + list(c.group) + [res.objective_values(fr[c.index])[o] for o in onames]
             + [c.score, "-" if c.margin is None else c.margin] for i, c in enumerate(kc.candidates[:n], 1)]
     blocks: list[Any] = [
-        f"Every local maximum of the knee utility (signed distance to the hyperplane through the robust anchors, "
-        f"objectives normalised by the front's 10-90 % quantiles), one per architecture ({', '.join(kc.keys)}); "
-        f"margin: score minus the next candidate's. {quality.verdict(kc)}.",
+        f"Every local maximum of the knee score inside the front ({quality.utility_words(kc)}), one per "
+        f"architecture ({', '.join(kc.keys)}); margin: score minus the next candidate's. {quality.verdict(kc)}.",
         Table(["rank", "trial"] + list(kc.keys) + onames + ["score", "margin"], rows, "candidates-table")]
     if merged is not None:
         blocks += [f"Knee agreement over {len(merged['runs'])} pooled runs: how many runs put each architecture "

@@ -120,6 +120,13 @@ def describe_candidates(res, fr, kc, n: int = 3) -> list[str]:
     return out
 
 
+def utility_words(kc) -> str:
+    """What a knee candidate's score is, in words (``dse front``, the report)."""
+    lin = int((~kc.scale.log & (kc.scale.span > 0)).sum())
+    words = "score: -sum of ln |objective|, maximised ones inverted (each objective weighed by its relative change)"
+    return words + (f"; {lin} objective(s) without one sign on the front scaled by its 10-90 % quantiles" if lin else "")
+
+
 def verdict(kc) -> str:
     """Whether the top knee candidate is a clear or an ambiguous choice, in words."""
     if not kc.candidates:
