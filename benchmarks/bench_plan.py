@@ -1,33 +1,46 @@
-"""The guided sampler's per-batch plan, before and after its fast paths, measured in one run.
+"""The guided sampler's per-batch plan: its fast paths and its bounds on the workers, measured in one run.
 
-Run: python benchmarks/bench_plan.py [--seed 0] [--history 240] [--repeat 3] [--jobs 1] [--skip-runs]
+Run: python benchmarks/bench_plan.py [--seed 0] [--history 240] [--repeat 3] [--jobs 1,2]
+     [--modes before,after] [--runs 2] [--skip-runs] [--skip-plan]
 
-Two paths, patched in for the measurement (``use``): "before" is the reference paths the fast
-ones are tested against: draws through ``Space.suggest`` with a ``draw.Draw`` per knob
-(``draw.reference_uniform`` / ``reference_mutant``), the closed-form bounds read row by row
-(``fidelity.closed_form_bounds_reference``) and scored one design at a time
-(``estimate.bound_arrays_reference``); "after" is the code as shipped (the draws compiled, the
-bounds of a pool scored on numpy columns by ``dse.search.propose.bound_table``). Both must propose the
-same designs (the benchmark stops otherwise) and run the same trials.
+Three paths, patched in for the measurement (``use``):
+
+* "reference": the reference paths the fast ones are tested against: draws through
+  ``Space.suggest`` with a ``draw.Draw`` per knob (``draw.reference_uniform`` /
+  ``reference_mutant``), the closed-form bounds read row by row
+  (``fidelity.closed_form_bounds_reference``) and scored one design at a time
+  (``estimate.bound_arrays_reference``); the plan in the driver;
+* "before": the fast paths (the draws compiled, the bounds of a pool scored on numpy columns by
+  ``dse.search.propose.bound_table``) as they were before the plan used the workers: the whole
+  plan in the driver while the workers wait at the batch barrier (``EvaluationPool.submit_call``
+  patched to refuse) and ``pareto.weakly_dominated`` for the screen and the greedy pick's samples;
+* "after": as shipped: the candidates' bounds computed in chunks of ``estimate.OFFLOAD_CHUNK`` on
+  the idle workers while the driver draws the rest of the pool (``estimate.offloading``), the
+  chunks reassembled in order, and ``guided.weakly_dominated`` (the same mask, 8x faster).
+
+All must propose the same designs (the benchmark stops otherwise) and run the same trials.
 
 1. **One plan**: ``studies/full.toml`` (its seed, or ``--seed``) is run to ``--history`` trials
    in a temporary SQLite file; then the plan of the next batch (``guided.plan``: a pool of
    candidates, their closed-form bounds, estimates and the greedy pick) is made ``--repeat``
-   times with each path, in turn, from the same seeded generator; the median times and
-   their ratios are printed.
+   times with each path, in turn, from the same seeded generator (with a pool of one worker
+   process beside this one, which "after" alone uses); the median times and their ratios are printed.
 2. **Whole runs** (unless ``--skip-runs``): ``dse run studies/full.toml --jobs J --json`` for each
-   J of ``--jobs`` (comma-separated; ``1,2`` for the 2-process comparison) and each path, each
-   in a fresh SQLite file in its own process; wall-clock seconds, CPU seconds (driver and
-   workers), and whether the run's trials (parameters and values) are those of "before".
+   J of ``--jobs`` and each mode of ``--modes``, ``--runs`` times, alternated, each in a fresh
+   SQLite file and a fresh cache folder holding only the traces (generated once beforehand), in
+   its own process; wall-clock seconds, CPU seconds (driver and workers), and whether the run's
+   trials (parameters and values) are those of the first mode's ``--jobs 1`` run; then, per mode,
+   the median wall times and ``--jobs 2`` over ``--jobs 1``.
 
-On a shared machine only the ratios measured side by side mean something.
+On a shared machine only the ratios measured side by side mean something (the load average is
+printed at the start and the end).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -40,26 +53,47 @@ sys.path.insert(0, str(ROOT))
 STUDY = ROOT / "studies" / "full.toml"
 
 
-MODES = ("before", "after")
+MODES = ("reference", "before", "after")
 
 
 def use(mode: str) -> None:
-    """Patch the paths of ``mode`` into the modules the guided sampler calls: ``before`` the
-    reference paths, ``after`` the shipped ones."""
+    """Patch the paths of ``mode`` (module docstring) into the modules the guided sampler calls."""
+    from dse.search.execute.pool import EvaluationPool
+    from dse.search.front import pareto
     from dse.search.propose import draw, estimate, fidelity, guided
     saved = use.__dict__.setdefault("saved", (draw.uniform, draw.mutant, fidelity.closed_form_bounds_many,
-                                              guided.bound_arrays, estimate.bound_arrays))
-    draw.uniform, draw.mutant, fidelity.closed_form_bounds_many, guided.bound_arrays, estimate.bound_arrays = saved
-    if mode == "before":
+                                              guided.bound_arrays, estimate.bound_arrays, estimate.bound_arrays_here,
+                                              EvaluationPool.submit_call, guided.weakly_dominated))
+    (draw.uniform, draw.mutant, fidelity.closed_form_bounds_many, guided.bound_arrays, estimate.bound_arrays,
+     estimate.bound_arrays_here, EvaluationPool.submit_call, guided.weakly_dominated) = saved
+    if mode in ("reference", "before"):
+        EvaluationPool.submit_call = lambda self, fn, *args: None
+        guided.weakly_dominated = pareto.weakly_dominated
+    if mode == "reference":
         draw.uniform, draw.mutant = draw.reference_uniform, draw.reference_mutant
         fidelity.closed_form_bounds_many = fidelity.closed_form_bounds_reference
-        guided.bound_arrays = estimate.bound_arrays = estimate.bound_arrays_reference
+        guided.bound_arrays = estimate.bound_arrays = estimate.bound_arrays_here = estimate.bound_arrays_reference
+
+
+def _started_pool():
+    """An affinity pool of one worker process beside this one, its worker started."""
+    from dse.search.execute.pool import EvaluationPool
+    pool = EvaluationPool(2, affinity=True)
+    pool.result(pool.submit(_noop, {}, ("m",)))
+    while not pool.started[0]:
+        time.sleep(0.01)
+    return pool
+
+
+def _noop(design, models):
+    return {m: {} for m in models}
 
 
 def one_plan(seed: int | None, history: int, repeat: int) -> None:
     import numpy as np
-    from dse.search.propose import guided
+    from dse.search.execute.pool import quick_dispatch
     from dse.search.execute.runner import run_study
+    from dse.search.propose import estimate, guided
     from dse.search.storage.storage import quiet_optuna
     from dse.search.study.study import load_study
     quiet_optuna()
@@ -69,51 +103,78 @@ def one_plan(seed: int | None, history: int, repeat: int) -> None:
         import optuna
         trials = [t for t in optuna.load_study(study_name=cfg.name, storage=cfg.storage).get_trials(deepcopy=False)
                   if t.state.is_finished()]
+    pool = _started_pool()
     times: dict[str, list[float]] = {m: [] for m in MODES}
+    cpu: dict[str, list[float]] = {m: [] for m in MODES}
     picks: dict[str, list] = {}
     for _ in range(repeat):
         for mode in MODES:
             use(mode)
             rng = np.random.default_rng(12345)
-            t0 = time.perf_counter()
-            picks[mode] = guided.plan(cfg, trials, rng, cfg.batch, cfg.sampler_settings)
-            times[mode].append(time.perf_counter() - t0)
+            with quick_dispatch(), estimate.offloading(pool.submit_call):    # as in the run loop
+                t0, c0 = time.perf_counter(), time.process_time()
+                picks[mode] = guided.plan(cfg, trials, rng, cfg.batch, cfg.sampler_settings)
+                times[mode].append(time.perf_counter() - t0)
+                cpu[mode].append(time.process_time() - c0)
     use("after")
-    if any(picks[m] != picks["before"] for m in MODES):
+    pool.close()
+    if any(picks[m] != picks["reference"] for m in MODES):
         sys.exit("bench_plan: a fast plan proposes other designs than the reference")
     t = {m: statistics.median(times[m]) for m in MODES}
-    pool = cfg.sampler_settings.get("pool", guided.DEFAULTS["pool"])
-    print(f"one plan of {cfg.batch} designs after {len(trials)} trials (pool {pool}), median of {repeat}: "
-          + ", ".join(f"{m} {t[m]:.3f} s" for m in MODES)
-          + f"; after {t['before'] / t['after']:.2f}x faster than before; "
-          f"same proposals: True", flush=True)
+    pool_n = cfg.sampler_settings.get("pool", guided.DEFAULTS["pool"])
+    print(f"one plan of {cfg.batch} designs after {len(trials)} trials (pool {pool_n}), median of {repeat}: "
+          + ", ".join(f"{m} {t[m]:.3f} s ({' '.join(f'{x:.3f}' for x in times[m])})" for m in MODES)
+          + f"; before {t['reference'] / t['before']:.2f}x faster than reference, after (1 worker) "
+          f"{t['before'] / t['after']:.2f}x faster than before; same proposals: True", flush=True)
+    c = {m: statistics.median(cpu[m]) for m in MODES}
+    print("  CPU of this process (every thread) per plan, median: " + ", ".join(f"{m} {c[m]:.3f} s" for m in MODES)
+          + f"; after {c['before'] / c['after']:.2f}x less than before (the wall time needs a free core for "
+          "the worker: on a loaded host it waits for one)", flush=True)
 
 
-def whole_run(jobs: int, mode: str, seed: int | None, tmp: Path) -> tuple[float, float, dict, list]:
-    """(wall s, CPU s of the driver, summary, trials) of one ``dse run`` in a child process."""
-    db = tmp / f"run-{jobs}-{mode}.db"
+def warm_cache(tmp: Path, seed: int | None) -> Path:
+    """A cache folder holding the study's traces only (copied into each run's own folder)."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
+            "from dse.search.execute.warm import warm_traces; from dse.search.study.study import load_study; "
+            "warm_traces(load_study(Path(sys.argv[2])))")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("DSE_")}, "DSE_CACHE_DIR": str(tmp / "warm")}
+    subprocess.run([sys.executable, "-c", code, str(ROOT), str(STUDY)], check=True, env=env)
+    return tmp / "warm" / "traces"
+
+
+def whole_run(jobs: int, mode: str, seed: int | None, tmp: Path, traces: Path, tag: str
+              ) -> tuple[float, float, dict, list]:
+    """(wall s, CPU s of the run's processes, summary, trials) of one ``dse run`` in a child process
+    with a fresh cache folder (the traces copied in)."""
+    db = tmp / f"run-{tag}.db"
+    cache = tmp / f"cache-{tag}"
+    shutil.copytree(traces, cache / "traces")
     args = ["run", str(STUDY), "--jobs", str(jobs), "--json", "--no-progress", "--storage", f"sqlite:///{db}"]
     if seed is not None:
         args += ["--seed", str(seed)]
     code = ("import sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]); import bench_plan; "
             "bench_plan.use(sys.argv[3]); from dse.cli import main; sys.exit(main(sys.argv[4:]))")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code, str(ROOT), str(ROOT / "benchmarks"), mode, *args],
-                         capture_output=True, text=True, env=env, cwd=tmp)
-    wall = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if out.returncode != 0:
-        sys.exit(f"bench_plan: dse run failed: {out.stderr.strip().splitlines()[-1:]}")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("DSE_")},
+           "PYTHONPATH": str(ROOT), "DSE_CACHE_DIR": str(cache)}
+    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+        t0 = time.perf_counter()
+        p = subprocess.Popen([sys.executable, "-c", code, str(ROOT), str(ROOT / "benchmarks"), mode, *args],
+                             stdout=fo, stderr=fe, text=True, env=env, cwd=tmp)
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        fo.seek(0)
+        fe.seek(0)
+        out, err = fo.read(), fe.read()
+    if os.waitstatus_to_exitcode(status):
+        sys.exit(f"bench_plan: dse run failed: {err.strip().splitlines()[-1:]}")
+    shutil.rmtree(cache, ignore_errors=True)
     import optuna
     from dse.search.storage.storage import quiet_optuna
     quiet_optuna()
-    summary = json.loads(out.stdout)
+    summary = json.loads(out)
     st = optuna.load_study(study_name=optuna.get_all_study_names(f"sqlite:///{db}")[0], storage=f"sqlite:///{db}")
     trials = [(t.number, sorted(t.params.items()), t.values) for t in st.get_trials(deepcopy=False)]
-    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    return wall, cpu, summary, trials
+    return wall, usage.ru_utime + usage.ru_stime, summary, trials
 
 
 def main() -> None:
@@ -121,28 +182,46 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=None, help="seed override (default: the study's)")
     ap.add_argument("--history", type=int, default=240, help="finished trials before the measured plan")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--jobs", default="1", help="comma-separated --jobs of the whole runs (e.g. 1,2)")
+    ap.add_argument("--jobs", default="1,2", help="comma-separated --jobs of the whole runs")
+    ap.add_argument("--modes", default="before,after", help=f"comma-separated modes of the whole runs {MODES}")
+    ap.add_argument("--runs", type=int, default=2, help="whole runs per (jobs, mode), alternated")
     ap.add_argument("--skip-runs", action="store_true")
+    ap.add_argument("--skip-plan", action="store_true")
     a = ap.parse_args()
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"bench_plan: {STUDY.name}; {os.cpu_count()} cores, load average {load:.2f} at start", flush=True)
-    one_plan(a.seed, a.history, a.repeat)
+    print(f"bench_plan: {STUDY.name}; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start",
+          flush=True)
+    if not a.skip_plan:
+        one_plan(a.seed, a.history, a.repeat)
     if a.skip_runs:
         return
-    walls: dict[tuple[int, str], float] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for jobs in (int(j) for j in a.jobs.split(",")):
-            res = {mode: whole_run(jobs, mode, a.seed, Path(tmp)) for mode in MODES}
-            wb, cb, _, tb = res["before"]
-            for mode in MODES:
-                w, c, s, tr = res[mode]
-                walls[jobs, mode] = w
-                print(f"dse run --jobs {jobs}, {mode:7s}: {s['complete']} trials, {w:5.1f} s wall ({c:5.1f} s CPU): "
-                      f"{wb / w:.2f}x faster wall, {cb / c:.2f}x less CPU than before; "
-                      f"trials identical to before: {tr == tb}", flush=True)
-    for mode in MODES:
-        if (1, mode) in walls and (2, mode) in walls:
-            print(f"{mode}: --jobs 2 over --jobs 1: {walls[1, mode] / walls[2, mode]:.2f}x")
+    modes = a.modes.split(",")
+    jobs_list = [int(j) for j in a.jobs.split(",")]
+    walls: dict[tuple[int, str], list[float]] = {}
+    ref = None
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        traces = warm_cache(tmp, a.seed)
+        for r in range(a.runs):
+            for jobs in jobs_list:
+                for mode in modes:
+                    w, c, s, tr = whole_run(jobs, mode, a.seed, tmp, traces, f"{r}-{jobs}-{mode}")
+                    ref = tr if ref is None else ref
+                    walls.setdefault((jobs, mode), []).append(w)
+                    print(f"run {r + 1}: dse run --jobs {jobs}, {mode:9s}: {s['complete']} trials, {w:5.1f} s wall "
+                          f"({c:5.1f} s CPU), load {os.getloadavg()[0]:.2f}; trials identical to the first run's: "
+                          f"{tr == ref}", flush=True)
+    for mode in modes:
+        med = {j: statistics.median(walls[j, mode]) for j in jobs_list}
+        line = ", ".join(f"--jobs {j} {med[j]:.2f} s" for j in jobs_list)
+        if 1 in med and 2 in med:
+            line += f"; --jobs 2 over --jobs 1: {med[1] / med[2]:.2f}x (target 1.6x)"
+        print(f"{mode:9s} median of {a.runs}: {line}")
+    for j in jobs_list:
+        if len(modes) > 1:
+            m0, m1 = modes[0], modes[-1]
+            print(f"--jobs {j}: {m1} {statistics.median(walls[j, m0]) / statistics.median(walls[j, m1]):.2f}x "
+                  f"faster than {m0}")
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
 if __name__ == "__main__":

@@ -79,6 +79,7 @@ class EvaluationPool:
         self.queued: list[int] = []   # designs handed to each worker and not finished
         self.owned: list[int] = []    # groups each worker owns
         self.started: list[bool] = []   # each worker's empty first task is back
+        self.calls: list[int] = []    # of ``queued``: ``submit_call`` tasks (not designs)
         self.waiting: deque = deque()  # (future, fn, design, models, group) not handed to a worker
         self.handles: dict = {}       # future -> the loky future it runs as (None: waiting)
         self.lock = threading.Lock()
@@ -99,6 +100,7 @@ class EvaluationPool:
             self.queued = [0] * len(self.executor)
             self.owned = [0] * len(self.executor)
             self.started = [False] * len(self.executor)
+            self.calls = [0] * len(self.executor)
             if self.affinity:
                 self._start_workers()
         if not self.affinity:
@@ -117,6 +119,31 @@ class EvaluationPool:
             self.handles[future] = None
         self._dispatch()
         return future
+
+    def submit_call(self, fn, *args):
+        """Run ``fn(*args)`` on an idle worker now (the guided sampler's plan at the batch barrier,
+        ``estimate.offloading``): a future, or None when no started worker holds no design
+        (``jobs == 1``, workers starting or busy: the caller computes it itself)."""
+        if not self.affinity or self.here is None or self.executor is None:
+            return None
+        with self.lock:
+            free = [i for i in range(len(self.executor)) if i != self.here and self.started[i]
+                    and self.queued[i] == self.calls[i]]
+            if not free:
+                return None
+            i = min(free, key=lambda j: (self.calls[j], j))
+            self.queued[i] += 1
+            self.calls[i] += 1
+            executors = self.executor
+        inner = submit_solo(executors, i, fn, *args)
+        inner.add_done_callback(lambda _, i=i: self._call_done(i))
+        return inner
+
+    def _call_done(self, i: int) -> None:
+        with self.lock:
+            self.queued[i] -= 1
+            self.calls[i] -= 1
+        self._dispatch()
 
     def _start_workers(self) -> None:
         """Each worker's first task is an empty one: until it is back (the worker started, ~0.5 s),

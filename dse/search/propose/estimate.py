@@ -19,7 +19,8 @@ ratio regression knows least (the guided sampler's ``novelty`` exploration).
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -40,8 +41,82 @@ def bound_arrays(cfg: Any, designs: Sequence[Mapping[str, Any]]) -> tuple[np.nda
     constraint under its bounds, ``hints[i]`` the log of the closed-form hints
     (``bounds.HINTS``, worst over the workloads; 0 where none). Computed on numpy columns over
     every design at once (``bound_table``: 4-7x faster on a pool of 2,000), equal bit for bit to
-    ``bound_arrays_reference`` (``tests/search/propose/test_bound_table.py``)."""
+    ``bound_arrays_reference`` (``tests/search/propose/test_bound_table.py``). Within
+    ``offloading``, ``OFFLOAD_MIN`` designs or more are computed in chunks on the study's workers
+    (``ChunkedBounds``: the same arrays)."""
+    if _OFFLOAD and _OFFLOAD[-1] is not None and len(designs) >= OFFLOAD_MIN:
+        half = len(designs) // 2                              # one half on a worker, the other here
+        chunks = ChunkedBounds(cfg, half)
+        chunks.add(designs[:half])
+        chunks.add(designs[half:], hand_out=False)
+        return chunks.arrays()
+    return bound_arrays_here(cfg, designs)
+
+
+def bound_arrays_here(cfg: Any, designs: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``bound_arrays`` computed in this process (what a worker runs for a chunk)."""
     return bound_table.bound_arrays(cfg, designs, HINT_METRICS, bound_arrays_reference)
+
+_OFFLOAD: list = []                  # the run's ``submit(fn, *args)`` (``offloading``), innermost last
+OFFLOAD_CHUNK = 256                  # designs per bounds task handed to a worker
+OFFLOAD_MIN = 2 * OFFLOAD_CHUNK      # fewer designs: computed here at once (a task costs ~1-2 ms)
+
+
+@contextmanager
+def offloading(submit: Callable[..., Any] | None) -> Iterator[None]:
+    """Within the block, the bounds of a plan's candidates (``ChunkedBounds``, and ``bound_arrays``
+    of ``OFFLOAD_MIN`` designs or more) are computed in chunks by ``submit(fn, *args)``: the study's
+    idle workers (``EvaluationPool.submit_call``: a future, or None when no worker is free); the
+    chunks are reassembled in order, so the arrays, hence the plan, are those computed here."""
+    _OFFLOAD.append(submit)
+    try:
+        yield
+    finally:
+        _OFFLOAD.pop()
+
+
+class ChunkedBounds:
+    """``bound_arrays`` of designs given chunk by chunk (``add``) while the caller draws the next:
+    with an offloader (``offloading``) each chunk of ``chunk`` designs goes to a worker as soon as
+    it is complete; ``arrays`` takes the chunks the workers finished and computes here every
+    other one (the last first; a chunk still running on a worker is computed again here rather
+    than waited for: the plan is never later than in this process alone, bar the hand-overs), and
+    concatenates every chunk in order. A design's row does not depend on the designs computed
+    beside it (``BoundMemo``; ``tests/search/propose/test_guided_offload.py``), so the arrays
+    are those of one ``bound_arrays`` call over all the designs. Without an offloader: that call."""
+
+    def __init__(self, cfg: Any, chunk: int = OFFLOAD_CHUNK):
+        self.cfg, self.designs, self.chunk = cfg, [], max(1, chunk)
+        self.submit = _OFFLOAD[-1] if _OFFLOAD else None
+        self.parts: list[tuple[int, int, Any]] = []     # (start, end, future or None)
+        self.sent = 0                                    # designs handed out in chunks
+        self.offloaded = 0                               # chunks a worker computed (benchmarks, tests)
+
+    def add(self, designs: Sequence[Mapping[str, Any]], hand_out: bool = True) -> None:
+        """Append designs; hand out each complete chunk (unless not ``hand_out``: the rest is
+        computed here)."""
+        self.designs.extend(designs)
+        while hand_out and self.submit is not None and len(self.designs) - self.sent >= self.chunk:
+            a, self.sent = self.sent, self.sent + self.chunk
+            self.parts.append((a, self.sent, self.submit(bound_arrays_here, self.cfg, self.designs[a:self.sent])))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(bounds, ok, hints) of every design added, in order."""
+        if not any(f is not None for _, _, f in self.parts):
+            return bound_arrays_here(self.cfg, self.designs)
+        parts = self.parts + ([(self.sent, len(self.designs), None)] if self.sent < len(self.designs) else [])
+        out: list = [None] * len(parts)
+        for i in reversed(range(len(parts))):            # the last first: the workers took the first
+            a, b, fut = parts[i]
+            if fut is not None and fut.done() and not fut.cancelled() and fut.exception() is None:
+                out[i] = fut.result()
+                self.offloaded += 1
+                continue
+            if fut is not None:                          # not done: never waited for (a loaded host
+                fut.cancel()                             # may not run the worker soon), computed here
+            out[i] = bound_arrays_here(self.cfg, self.designs[a:b])
+        return tuple(np.concatenate([o[j] for o in out]) for j in range(3))   # type: ignore[return-value]
+
 
 _SORTED: dict[tuple, tuple] = {}     # knob names, in a design's order -> sorted (``BoundMemo.key``)
 

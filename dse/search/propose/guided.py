@@ -51,7 +51,7 @@ import numpy as np
 
 from dse.search.front import pareto
 from dse.search.propose import draw
-from dse.search.propose.estimate import BoundMemo, Estimator, bound_arrays
+from dse.search.propose.estimate import BoundMemo, ChunkedBounds, Estimator, bound_arrays  # noqa: F401
 
 EPS_SAME = 1e-12             # normalised distance under which an estimate counts as already there
 DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "refine": False, "samples": 10000,
@@ -83,9 +83,11 @@ class Evaluated:
         self.front_params = [p for p, k in zip([p for p, f in zip(self.params, self.feasible) if f], keep) if k]
 
 
-def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int, mutants: float = 0.5
-               ) -> list[dict[str, Any]]:
-    """Up to ``n`` distinct new candidates: uniform draws and mutants of the front (module docstring)."""
+def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int, mutants: float = 0.5,
+               sink: ChunkedBounds | None = None) -> list[dict[str, Any]]:
+    """Up to ``n`` distinct new candidates: uniform draws and mutants of the front (module
+    docstring); each one's flat design is also added to ``sink`` as it is drawn (its bounds are
+    computed on the workers meanwhile, ``estimate.ChunkedBounds``)."""
     base = cfg.base_env()
     out, seen = [], set(ev.known)
     parents = ev.front_params
@@ -98,6 +100,8 @@ def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int, mutant
         if key not in seen:
             seen.add(key)
             out.append(p)
+            if sink is not None:
+                sink.add((cfg.design(p),))
     return out
 
 
@@ -109,13 +113,14 @@ def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
     s = {**DEFAULTS, **(settings or {})}
     memo = memo or BoundMemo()
     ev = Evaluated(cfg, trials)
-    cands = candidates(cfg, ev, rng, int(s["pool"]), float(s["mutants"]))
-    designs = [cfg.design(p) for p in cands]
-    B, ok, H = bound_arrays(cfg, designs)
+    chunks = ChunkedBounds(cfg)                    # the bounds, on the workers while the pool is drawn
+    cands = candidates(cfg, ev, rng, int(s["pool"]), float(s["mutants"]), chunks)
+    designs = chunks.designs
+    B, ok, H = chunks.arrays()
     Bmin = pareto.to_min(np.where(np.isnan(B), np.inf, B), cfg.objectives.directions)
     ok &= np.isfinite(Bmin).all(axis=1)
     if len(ev.front):
-        ok &= ~pareto.weakly_dominated(Bmin, ev.front)
+        ok &= ~weakly_dominated(Bmin, ev.front)
     idx = np.flatnonzero(ok)
     if not len(idx):
         return [draw.uniform(cfg.space, cfg.base_env(), rng) for _ in range(k)]
@@ -153,9 +158,9 @@ def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, sa
     span = np.where(hi > lo, hi - lo, 1.0)
     ref = hi + 0.1 * span
     X = lo + rng.random((samples, E.shape[1])) * (ref - lo)
-    X = X[~pareto.weakly_dominated(X, F)] if len(F) else X                 # the volume the front lacks
-    dom = np.ones((len(E), len(X)), dtype=bool)                     # candidate covers sample
-    for j in range(E.shape[1]):
+    X = X[~weakly_dominated(X, F)] if len(F) else X                 # the volume the front lacks
+    dom = E[:, 0, None] <= X[None, :, 0]                            # candidate covers sample
+    for j in range(1, E.shape[1]):
         dom &= E[:, j, None] <= X[None, :, j]
     uncovered = np.ones(len(X), dtype=bool)
     count = dom.sum(axis=1)                                         # uncovered samples each covers
@@ -188,6 +193,18 @@ def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, sa
             uncovered &= ~newly
         eps, same = _closer(En, En[best], eps, same, refine)
     return picked
+
+
+def weakly_dominated(P: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """``pareto.weakly_dominated(P, F)`` (the same mask: some row of ``F`` is <= the row of ``P`` in
+    every column), one column at a time on a (rows of P, rows of F) mask instead of a reduction
+    over the short last axis of a 3-D one: 3-4x faster on the plan's 10,000 samples."""
+    if not len(F) or not len(P):
+        return np.zeros(len(P), dtype=bool)
+    le = F[None, :, 0] <= P[:, 0, None]
+    for j in range(1, P.shape[1]):
+        le &= F[None, :, j] <= P[:, j, None]
+    return le.any(axis=1)
 
 
 def _closer(En: np.ndarray, s: np.ndarray, eps: np.ndarray | None, same: np.ndarray, refine: bool
