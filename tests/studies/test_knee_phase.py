@@ -15,10 +15,11 @@ from dse.search.propose import knee_phase
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def study(tmp_path: Path, search: str, name: str = "kp", trials: int = 48, sampler: str = "guided") -> Path:
+def study(tmp_path: Path, search: str, name: str = "kp", trials: int = 48, sampler: str = "guided",
+          objectives: str = "latency-silicon.toml") -> Path:
     p = tmp_path / f"{name}.toml"
     p.write_text(f'[study]\nname = "{name}"\nspace = "{ROOT}/spaces/quickstart.toml"\n'
-                 f'objectives = "{ROOT}/objectives/latency-silicon.toml"\ntrials = {trials}\nbatch = 8\nseed = 3\n'
+                 f'objectives = "{ROOT}/objectives/{objectives}"\ntrials = {trials}\nbatch = 8\nseed = 3\n'
                  f'[sampler]\nname = "{sampler}"\npool = 300\n[search]\n{search}\n'
                  f'[workload]\nmodels = ["qwen3.5-35b-a3b"]\n')
     return p
@@ -78,8 +79,11 @@ def test_a_resumed_study_keeps_its_recorded_phases(tmp_path):
 
 
 def test_knee_settled_stops_before_the_cap_and_stays_stopped(tmp_path):
+    """On the three objectives of full.toml (a front with one clear bulge; latency against power
+    on this space is a family of equal latency x power designs, whose knee is ambiguous and
+    so never settles)."""
     search = 'knee_share = 0.6\nstop = "knee-settled"\nknee_patience = 1'
-    cfg = load_study(study(tmp_path, search, trials=96), storage=f"sqlite:///{tmp_path / 's.db'}")
+    cfg = load_study(study(tmp_path, search, trials=96, objectives="full.toml"), storage=f"sqlite:///{tmp_path / 's.db'}")
     s = run_study(cfg)
     rec = attrs(cfg)[knee_phase.ATTR]
     assert rec["phase"] == "settled" and s.complete == rec["settled_at"] < 96
@@ -127,3 +131,23 @@ def test_neighbour_moves_are_legal_and_local():
         if q["pooling"] != parent["pooling"]:
             assert abs(d.choices.index(q["pooling"]) - d.choices.index(parent["pooling"])) == 1
     assert still <= 30
+
+
+def test_an_architecture_move_draws_one_key_afresh_over_its_range():
+    """With ``jump`` (the knee phase's architecture moves), one knob of ``jump`` is drawn over its
+    whole range: over many moves core_side reaches values several steps away from the parent's."""
+    import numpy as np
+
+    from dse.search.propose import draw, knee_moves
+    cfg = load_study(ROOT / "studies" / "full.toml")
+    base, rng = cfg.base_env(), np.random.default_rng(1)
+    parent = {**draw.uniform(cfg.space, base, rng), "core_side": 8}
+    parent = knee_moves.neighbour(cfg.space, base, rng, parent, fixed=tuple(parent))   # made legal at side 8
+    keys = ("core_side", "array_depth", "tile_width", "pooling")
+    sides = set()
+    for _ in range(200):
+        q = knee_moves.neighbour(cfg.space, base, rng, parent, jump=keys)
+        assert draw.is_legal(cfg.space, base, q)
+        sides.add(q["core_side"])
+        assert sum(q[k] != parent[k] for k in keys) <= 2
+    assert min(sides) <= parent["core_side"] - 3                                     # beyond two steps
