@@ -91,6 +91,7 @@ def _noop(design, models):
 
 def one_plan(seed: int | None, history: int, repeat: int) -> None:
     import numpy as np
+
     from dse.search.execute.pool import quick_dispatch
     from dse.search.execute.runner import run_study
     from dse.search.propose import estimate, guided
@@ -128,8 +129,8 @@ def one_plan(seed: int | None, history: int, repeat: int) -> None:
           f"{t['before'] / t['after']:.2f}x faster than before; same proposals: True", flush=True)
     c = {m: statistics.median(cpu[m]) for m in MODES}
     print("  CPU of this process (every thread) per plan, median: " + ", ".join(f"{m} {c[m]:.3f} s" for m in MODES)
-          + f"; after {c['before'] / c['after']:.2f}x less than before (the wall time needs a free core for "
-          "the worker: on a loaded host it waits for one)", flush=True)
+          + f"; after / before {c['after'] / c['before']:.2f} (the worker's CPU is not counted: its "
+          "chunks need a core of their own, or they compete with this process for one)", flush=True)
 
 
 def warm_cache(tmp: Path, seed: int | None) -> Path:
@@ -169,6 +170,7 @@ def whole_run(jobs: int, mode: str, seed: int | None, tmp: Path, traces: Path, t
         sys.exit(f"bench_plan: dse run failed: {err.strip().splitlines()[-1:]}")
     shutil.rmtree(cache, ignore_errors=True)
     import optuna
+
     from dse.search.storage.storage import quiet_optuna
     quiet_optuna()
     summary = json.loads(out)
@@ -219,8 +221,9 @@ def main() -> None:
     for j in jobs_list:
         if len(modes) > 1:
             m0, m1 = modes[0], modes[-1]
-            print(f"--jobs {j}: {m1} {statistics.median(walls[j, m0]) / statistics.median(walls[j, m1]):.2f}x "
-                  f"faster than {m0}")
+            pairs = " ".join(f"{b / a:.2f}" for a, b in zip(walls[j, m0], walls[j, m1]))
+            print(f"--jobs {j}: wall {m1} / {m0}, median {statistics.median(walls[j, m1]) / statistics.median(walls[j, m0]):.2f}"
+                  f" (per run: {pairs}; below 1: {m1} faster)")
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 

@@ -51,7 +51,12 @@ import numpy as np
 
 from dse.search.front import pareto
 from dse.search.propose import draw
-from dse.search.propose.estimate import BoundMemo, ChunkedBounds, Estimator, bound_arrays  # noqa: F401
+from dse.search.propose.estimate import (  # noqa: F401
+    BoundMemo,
+    ChunkedBounds,
+    Estimator,
+    bound_arrays,
+)
 
 EPS_SAME = 1e-12             # normalised distance under which an estimate counts as already there
 DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "refine": False, "samples": 10000,
