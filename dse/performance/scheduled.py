@@ -68,12 +68,17 @@ def step_layer_us(leads: np.ndarray, rounds: np.ndarray, read_us: np.ndarray, co
     keeps its first (densest) rho rounds: K_n -> min(K_n, rho). With f(n) = max(a, n b) + n c and
     every kept round leading with >= 1 token: sum_r f(n_r) = rho f(0) + sum_n K_n (f(n) - f(n-1))."""
     rho = np.asarray(rounds, dtype=float)
-    a = np.asarray(read_us, dtype=float) * np.ones_like(rho)
-    total = rho * a
-    prev = a
-    for n in range(1, leads.shape[0] + 1):
-        f = np.maximum(a, n * compute_us_per_token) + n * io_us_per_token
-        total = total + np.minimum(leads[n - 1], rho) * (f - prev)
+    a = np.asarray(read_us, dtype=float)
+    if a.shape != rho.shape:
+        a = a * np.ones_like(rho)
+    kept = np.minimum(leads, rho)
+    total, prev = rho * a, a
+    for n in range(1, leads.shape[0] + 1):        # in place, in the order of n (bit for bit the same)
+        f = np.maximum(a, n * compute_us_per_token)
+        f += n * io_us_per_token
+        d = f - prev
+        d *= kept[n - 1]
+        total += d
         prev = f
     return total + np.where(rho > 0, level_us, 0.0)
 

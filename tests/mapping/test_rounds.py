@@ -1,6 +1,8 @@
-"""``rounds.lead_rounds`` (rows leave the loop once their K_n reaches K_w) against the plain
-bincount form it replaced, kept here as the reference, on random layouts of every pooling, group
-count and tile width the space allows."""
+"""``rounds.lead_rounds`` against the plain bincount form, kept here as the reference, on random
+layouts of every pooling, group count and tile width the space allows: layouts with load in
+padding positions (the row-by-row form, rows leaving the loop once their K_n reaches K_w) and
+layouts as the scheduler builds them (empty padding: the fast form from K_1, the resources that
+reach it and their j-th largest remainders, with and without the scheduler's chunk)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +10,7 @@ import pytest
 
 from dse.mapping.intops import ceil_div
 from dse.mapping.placement import domain
-from dse.mapping.rounds import lead_rounds
+from dse.mapping.rounds import layout_facts, lead_rounds
 from dse.mapping.scheduler import Scheduler
 
 BINCOUNT_MAX = 1 << 23          # histogram bins above this: count level by level instead
@@ -69,3 +71,43 @@ def test_lead_rounds_equal_the_reference(side, groups, w, pooling):
         got = lead_rounds(sch, ul)
         assert got.shape == (w, 5, 3) and got.dtype == np.int64
         assert np.array_equal(got, reference_lead_rounds(sch, ul))
+
+
+SIDES_GROUPS = [(2, 1), (2, 3), (3, 4), (4, 1), (4, 3), (4, 5), (4, 16), (5, 2), (5, 7), (6, 5), (6, 36), (8, 24)]
+
+
+@pytest.mark.parametrize("side, groups", SIDES_GROUPS)
+@pytest.mark.parametrize("w", [1, 2, 3, 4, 5, 8, 16, 64])
+@pytest.mark.parametrize("pooling", ["broadcast", "direct"])
+def test_fast_form_equals_the_reference_on_empty_padding(side, groups, w, pooling):
+    """Random loads on the live units only (padding empty, as ``Scheduler.layout`` leaves it), light
+    and heavy: rows at K_1 <= 1 and rows whose resources need their 1st, j-th or no remainder."""
+    dom = domain(64, side, groups)
+    sch = Scheduler(dom, np.tile(np.arange(64), (3, 1)), w, pooling)
+    rng = np.random.default_rng(side * 1000 + groups * 10 + w + (pooling == "direct"))
+    shape = (6, 3, sch.N, sch.F)
+    live = np.arange(sch.F)[None, :] < np.asarray(dom.core_units)[:, None]
+    for p, dtype in ((0.5, np.uint8), (0.15, np.uint8), (0.03, np.uint8), (0.1, np.int64)):
+        ul = (np.minimum(rng.geometric(p, size=shape) - 1, 255) * (rng.random(shape) < 0.7) * live).astype(dtype)
+        facts = layout_facts(sch, ul)
+        assert facts[1]                                      # the fast form, not the row-by-row one
+        ref = reference_lead_rounds(sch, ul)
+        assert np.array_equal(lead_rounds(sch, ul), ref)
+        assert np.array_equal(lead_rounds(sch, ul, sch._chunk(ul, {}), facts), ref)
+
+
+@pytest.mark.parametrize("side, groups", SIDES_GROUPS)
+@pytest.mark.parametrize("w", [1, 2, 4, 8, 16])
+@pytest.mark.parametrize("pooling", ["broadcast", "direct"])
+def test_fast_form_equals_the_reference_on_scheduler_layouts(side, groups, w, pooling):
+    """Layouts the scheduler builds from per-expert loads (a random placement, hot experts)."""
+    E = 96
+    dom = domain(E, side, groups, 8, 8)
+    rng = np.random.default_rng(side * 100 + groups + w)
+    slot = np.stack([rng.permutation(dom.units)[:E] for _ in range(2)])
+    sch = Scheduler(dom, slot, w, pooling)
+    loads = rng.poisson(rng.gamma(0.5, 6.0, size=(1, 2, E)), size=(7, 2, E))
+    ul = sch.layout(loads)
+    ref = reference_lead_rounds(sch, ul)
+    assert np.array_equal(lead_rounds(sch, ul, sch._chunk(ul, {}), layout_facts(sch, ul)), ref)
+    assert np.array_equal(lead_rounds(sch, ul), ref)

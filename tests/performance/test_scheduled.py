@@ -102,3 +102,29 @@ def test_never_below_published_or_peak_compute():
     for b in (1, 8, 64, 128):
         m = evaluate(DesignPoint.from_dict({"batch": b, "trace_steps": 8})).metrics
         assert m["ffn_us_per_token_scheduled"] >= m["ffn_latency_us_per_token"]
+
+
+def _step_layer_us_loop(leads, rounds, read_us, tok_us, io_us, level_us):
+    """``scheduled.step_layer_us`` as the plain loop over n it replaced (the reference)."""
+    rho = np.asarray(rounds, dtype=float)
+    a = np.asarray(read_us, dtype=float) * np.ones_like(rho)
+    total, prev = rho * a, a
+    for n in range(1, leads.shape[0] + 1):
+        f = np.maximum(a, n * tok_us) + n * io_us
+        total = total + np.minimum(leads[n - 1], rho) * (f - prev)
+        prev = f
+    return total + np.where(rho > 0, level_us, 0.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([1, 2, 3, 4, 8, 16]), st.integers(1, 9), st.integers(1, 5), st.booleans(),
+       st.floats(0.0, 60.0), st.floats(0.0, 5.0), st.floats(0.0, 20.0), st.integers(0, 2**32 - 1))
+def test_step_layer_us_equals_the_loop_bit_for_bit(w, s, L, per_step_read, tok_us, io_us, level_us, seed):
+    """The vectorised sum over n adds its terms in the loop's order: equal bit for bit (the
+    goldens hold the scheduled figures to the last bit), fetch-capped rounds and idle steps included."""
+    rng = np.random.default_rng(seed)
+    rho = rng.integers(0, 12, (s, L)) * (rng.random((s, L)) < 0.9)
+    leads = -np.sort(-rng.integers(0, 15, (w, s, L)), axis=0)          # K_n non-increasing in n
+    read = rng.uniform(0.1, 100.0, (s, L)) if per_step_read else float(rng.uniform(0.1, 100.0))
+    args = (leads, rho, read, tok_us, io_us, level_us)
+    assert np.array_equal(scheduled.step_layer_us(*args), _step_layer_us_loop(*args))
