@@ -40,7 +40,6 @@ from dse.search.execute.pool import EvaluationPool, make_pool, quick_dispatch
 from dse.search.execute.progress import TrialFront
 from dse.search.execute.trials import Batch, DesignCache, too_many_failures
 from dse.search.propose import knee_phase
-from dse.search.propose.estimate import offloading
 from dse.search.propose.fidelity import screen_for
 from dse.search.propose.samplers import SAMPLERS, batch_seed, make_sampler
 from dse.search.space.objectives import score
@@ -168,8 +167,9 @@ class _Run:
         batches, ahead = 0, None
         workers = self.jobs != 1 or backend != "loky"
         # workers served at once at each batch barrier (not when batches are asked ahead: there the default
-        # switch interval costs the driver less); the guided plan's bounds on idle workers (estimate.offloading)
-        with quick_dispatch(workers and not self.blind), offloading(getattr(pool, "submit_call", None)):
+        # switch interval costs the driver less). The guided plan's bounds are not handed to idle workers
+        # (estimate.offloading): measured slower at --jobs 2 (docs/benchmarks/scale-out.md, "Planning")
+        with quick_dispatch(workers and not self.blind):
             try:
                 while self.complete < s.target and (max_batches is None or batches < max_batches):
                     if batches:
