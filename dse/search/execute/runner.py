@@ -166,9 +166,7 @@ class _Run:
             self.warming = warm.submit_placements(cfg, pool)     # queued ahead of the first batch
         batches, ahead = 0, None
         workers = self.jobs != 1 or backend != "loky"
-        # workers served at once at each batch barrier (not when batches are asked ahead: there the default
-        # switch interval costs the driver less). The guided plan's bounds are not handed to idle workers
-        # (estimate.offloading): measured slower at --jobs 2 (docs/benchmarks/scale-out.md, "Planning")
+        # workers served at once at each barrier (not when asked ahead); no estimate.offloading: slower (scale-out.md)
         with quick_dispatch(workers and not self.blind):
             try:
                 while self.complete < s.target and (max_batches is None or batches < max_batches):
