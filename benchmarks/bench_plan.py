@@ -157,16 +157,10 @@ def whole_run(jobs: int, mode: str, seed: int | None, tmp: Path, traces: Path, t
             "bench_plan.use(sys.argv[3]); from dse.cli import main; sys.exit(main(sys.argv[4:]))")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("DSE_")},
            "PYTHONPATH": str(ROOT), "DSE_CACHE_DIR": str(cache)}
-    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
-        t0 = time.perf_counter()
-        p = subprocess.Popen([sys.executable, "-c", code, str(ROOT), str(ROOT / "benchmarks"), mode, *args],
-                             stdout=fo, stderr=fe, text=True, env=env, cwd=tmp)
-        _, status, usage = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t0
-        fo.seek(0)
-        fe.seek(0)
-        out, err = fo.read(), fe.read()
-    if os.waitstatus_to_exitcode(status):
+    from measure import run_measured
+    out, err, wall, usage, rc = run_measured([sys.executable, "-c", code, str(ROOT), str(ROOT / "benchmarks"), mode,
+                                               *args], env, cwd=tmp)
+    if rc:
         sys.exit(f"bench_plan: dse run failed: {err.strip().splitlines()[-1:]}")
     shutil.rmtree(cache, ignore_errors=True)
     import optuna

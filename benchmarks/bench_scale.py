@@ -68,15 +68,9 @@ def run(study: Path, traces: Path, cache: Path, jobs: int, backend: str = "loky"
     args = [sys.executable, "-m", "dse", "run", str(study), "--jobs", str(jobs), "--json", "--no-progress"]
     if backend == "dask":
         args += ["--backend", "dask"]
-    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
-        t0 = time.perf_counter()
-        p = subprocess.Popen(args, stdout=fo, stderr=fe, text=True, env=env)
-        _, status, usage = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t0
-        fo.seek(0)
-        fe.seek(0)
-        out, err = fo.read(), fe.read()
-    if os.waitstatus_to_exitcode(status):
+    from measure import run_measured
+    out, err, wall, usage, rc = run_measured(args, env)
+    if rc:
         raise SystemExit(f"dse run failed: {err.strip()[-2000:]}")
     s = json.loads(out)
     lines = [x.split() for x in (log.read_text().splitlines() if log.exists() else [])]

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[3]
 OBJECTIVES = (ROOT / "objectives" / "full.toml").read_text()
 
 
-def _study(tmp: Path, trials: int = 36, seed: int = 5) -> Path:
+def _study(tmp: Path, trials: int = 36, seed: int = 5, pool: int = 300) -> Path:
     f = tmp / "guided.toml"
     f.write_text(f"""
 [study]
@@ -29,7 +29,7 @@ seed = {seed}
 batch = 12
 [sampler]
 name = "guided"
-pool = 300
+pool = {pool}
 [workload]
 models = ["qwen3.5-35b-a3b"]
 trace = "synthetic"

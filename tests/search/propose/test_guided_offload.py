@@ -15,6 +15,7 @@ from dse.search.execute.pool import EvaluationPool
 from dse.search.propose import estimate, guided
 from dse.search.storage.storage import open_study
 from dse.search.storage.stored import sampler_form
+from tests.search.propose.test_guided import _study
 
 ROOT = Path(__file__).resolve().parents[3]
 FULL = load_study(ROOT / "studies" / "full.toml")
@@ -84,30 +85,10 @@ def test_bound_arrays_splits_in_halves_within_offloading_and_agrees():
         assert _same(estimate.bound_arrays(FULL, designs), got) and worker.tasks == 2 and worker.ran == 1
 
 
-def _study(tmp: Path) -> Path:
-    f = tmp / "guided.toml"
-    f.write_text(f"""
-[study]
-space = "{ROOT / 'spaces' / 'full.toml'}"
-objectives = "{ROOT / 'objectives' / 'full.toml'}"
-trials = 48
-seed = 2
-batch = 12
-[sampler]
-name = "guided"
-pool = 900
-[workload]
-models = ["qwen3.5-35b-a3b"]
-trace = "synthetic"
-batch = 64
-""")
-    return f
-
-
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("offload")
-    cfg = load_study(_study(tmp), storage=f"sqlite:///{tmp / 's.db'}")
+    cfg = load_study(_study(tmp, trials=48, seed=2, pool=900), storage=f"sqlite:///{tmp / 's.db'}")
     run_study(cfg)
     study, _ = open_study(cfg, create=False)
     return cfg, [sampler_form(t) for t in study.get_trials(deepcopy=False)]
