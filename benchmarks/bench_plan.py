@@ -13,10 +13,10 @@ Three paths, patched in for the measurement (``use``):
 * "before": the fast paths (the draws compiled, the bounds of a pool scored on numpy columns by
   ``dse.search.propose.bound_table``) as they were before the plan used the workers: the whole
   plan in the driver while the workers wait at the batch barrier (``EvaluationPool.submit_call``
-  patched to refuse) and ``pareto.weakly_dominated`` for the screen and the greedy pick's samples;
+  patched to refuse);
 * "after": as shipped: the candidates' bounds computed in chunks of ``estimate.OFFLOAD_CHUNK`` on
   the idle workers while the driver draws the rest of the pool (``estimate.offloading``), the
-  chunks reassembled in order, and ``guided.weakly_dominated`` (the same mask, 8x faster).
+  chunks reassembled in order.
 
 All must propose the same designs (the benchmark stops otherwise) and run the same trials.
 
@@ -59,16 +59,14 @@ MODES = ("reference", "before", "after")
 def use(mode: str) -> None:
     """Patch the paths of ``mode`` (module docstring) into the modules the guided sampler calls."""
     from dse.search.execute.pool import EvaluationPool
-    from dse.search.front import pareto
     from dse.search.propose import draw, estimate, fidelity, guided
     saved = use.__dict__.setdefault("saved", (draw.uniform, draw.mutant, fidelity.closed_form_bounds_many,
                                               guided.bound_arrays, estimate.bound_arrays, estimate.bound_arrays_here,
-                                              EvaluationPool.submit_call, guided.weakly_dominated))
+                                              EvaluationPool.submit_call))
     (draw.uniform, draw.mutant, fidelity.closed_form_bounds_many, guided.bound_arrays, estimate.bound_arrays,
-     estimate.bound_arrays_here, EvaluationPool.submit_call, guided.weakly_dominated) = saved
+     estimate.bound_arrays_here, EvaluationPool.submit_call) = saved
     if mode in ("reference", "before"):
         EvaluationPool.submit_call = lambda self, fn, *args: None
-        guided.weakly_dominated = pareto.weakly_dominated
     if mode == "reference":
         draw.uniform, draw.mutant = draw.reference_uniform, draw.reference_mutant
         fidelity.closed_form_bounds_many = fidelity.closed_form_bounds_reference

@@ -57,8 +57,7 @@ Grouping, score, margin, ambiguity (``knee_candidates``)
     minus the best utility of any front point of another architecture (None when there is
     none). The choice is *ambiguous* when the top margin is below ``threshold``
     (``AMBIGUOUS_MARGIN``: 0.02, the top architecture's product of objectives less than 2 %
-    better than the next one's, within the scatter of the trace-driven figures between
-    synthetic-trace seeds).
+    better than the next one's).
 """
 from __future__ import annotations
 
