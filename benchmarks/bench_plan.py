@@ -3,10 +3,11 @@
 Run: python benchmarks/bench_plan.py [--seed 0] [--history 240] [--repeat 3] [--jobs 1,2]
      [--modes before,after] [--runs 2] [--skip-runs] [--skip-plan]
 
-Three paths, patched in for the measurement (``use``):
+Paths patched in for the measurement (``use``); the pool is drawn column by column
+(``draw_pool.pool``) in the first three:
 
-* "reference": the reference paths the fast ones are tested against: draws through
-  ``Space.suggest`` with a ``draw.Draw`` per knob (``draw.reference_uniform`` /
+* "reference": the reference paths the fast ones are tested against: the plan's other draws
+  through ``Space.suggest`` with a ``draw.Draw`` per knob (``draw.reference_uniform`` /
   ``reference_mutant``), the closed-form bounds read row by row
   (``fidelity.closed_form_bounds_reference``) and scored one design at a time
   (``estimate.bound_arrays_reference``); the plan in the driver;
@@ -16,21 +17,26 @@ Three paths, patched in for the measurement (``use``):
   patched to refuse);
 * "after": as shipped: the candidates' bounds computed in chunks of ``estimate.OFFLOAD_CHUNK`` on
   the idle workers while the driver draws the rest of the pool (``estimate.offloading``), the
-  chunks reassembled in order.
+  chunks reassembled in order;
+* "sequential": "before" with the pool drawn design by design (``draw_pool.sequential_pool``: the
+  draw before ``draw_pool.pool``; another random stream, so other trials).
 
-All must propose the same designs (the benchmark stops otherwise) and run the same trials.
+The first three must propose the same designs (the benchmark stops otherwise) and run the same trials.
 
 1. **One plan**: ``studies/full.toml`` (its seed, or ``--seed``) is run to ``--history`` trials
    in a temporary SQLite file; then the plan of the next batch (``guided.plan``: a pool of
    candidates, their closed-form bounds, estimates and the greedy pick) is made ``--repeat``
    times with each path, in turn, from the same seeded generator (with a pool of one worker
-   process beside this one, which "after" alone uses); the median times and their ratios are printed.
+   process beside this one, which "after" alone uses); the median times and their ratios are
+   printed; then each step of the plan (``plan_stages``) with the pool drawn design by design
+   ("sequential") and column by column ("before"), on the thread's CPU clock.
 2. **Whole runs** (unless ``--skip-runs``): ``dse run studies/full.toml --jobs J --json`` for each
    J of ``--jobs`` and each mode of ``--modes``, ``--runs`` times, alternated, each in a fresh
    SQLite file and a fresh cache folder holding only the traces (generated once beforehand), in
    its own process; wall-clock seconds, CPU seconds (driver and workers), and whether the run's
-   trials (parameters and values) are those of the first mode's ``--jobs 1`` run; then, per mode,
-   the median wall times and ``--jobs 2`` over ``--jobs 1``.
+   trials (parameters and values) are those of the first mode's ``--jobs 1`` run (not so across
+   "sequential" and another mode); then, per mode, the median wall times and ``--jobs 2`` over
+   ``--jobs 1``.
 
 On a shared machine only the ratios measured side by side mean something (the load average is
 printed at the start and the end).
@@ -59,13 +65,15 @@ MODES = ("reference", "before", "after")
 def use(mode: str) -> None:
     """Patch the paths of ``mode`` (module docstring) into the modules the guided sampler calls."""
     from dse.search.execute.pool import EvaluationPool
-    from dse.search.propose import draw, estimate, fidelity, guided
+    from dse.search.propose import draw, draw_pool, estimate, fidelity, guided
     saved = use.__dict__.setdefault("saved", (draw.uniform, draw.mutant, fidelity.closed_form_bounds_many,
                                               guided.bound_arrays, estimate.bound_arrays, estimate.bound_arrays_here,
-                                              EvaluationPool.submit_call))
+                                              EvaluationPool.submit_call, draw_pool.pool))
     (draw.uniform, draw.mutant, fidelity.closed_form_bounds_many, guided.bound_arrays, estimate.bound_arrays,
-     estimate.bound_arrays_here, EvaluationPool.submit_call) = saved
-    if mode in ("reference", "before"):
+     estimate.bound_arrays_here, EvaluationPool.submit_call, draw_pool.pool) = saved
+    if mode == "sequential":
+        draw_pool.pool = lambda *a: draw_pool.sequential_pool(*a, guided.param_key)
+    if mode in ("reference", "before", "sequential"):
         EvaluationPool.submit_call = lambda self, fn, *args: None
     if mode == "reference":
         draw.uniform, draw.mutant = draw.reference_uniform, draw.reference_mutant
@@ -117,6 +125,7 @@ def one_plan(seed: int | None, history: int, repeat: int) -> None:
                 cpu[mode].append(time.process_time() - c0)
     use("after")
     pool.close()
+    plan_stages(cfg, trials, max(repeat, 5))
     if any(picks[m] != picks["reference"] for m in MODES):
         sys.exit("bench_plan: a fast plan proposes other designs than the reference")
     t = {m: statistics.median(times[m]) for m in MODES}
@@ -129,6 +138,53 @@ def one_plan(seed: int | None, history: int, repeat: int) -> None:
     print("  CPU of this process (every thread) per plan, median: " + ", ".join(f"{m} {c[m]:.3f} s" for m in MODES)
           + f"; after / before {c['after'] / c['before']:.2f} (the worker's CPU is not counted: its "
           "chunks need a core of their own, or they compete with this process for one)", flush=True)
+
+
+STAGES = ("Evaluated", "candidates", "bounds", "estimator", "greedy_hv")
+
+
+def plan_stages(cfg, trials, repeat: int) -> None:
+    """Each step of one plan, in the driver (no worker), on this thread's CPU clock, median of
+    ``repeat``: with the pool drawn design by design ("sequential", as before ``draw_pool.pool``)
+    and column by column (as shipped). The two draw other pools (another random stream)."""
+    import numpy as np
+
+    from dse.search.propose import estimate, guided
+    spent: dict[str, float] = {}
+
+    def timed(name, fn):
+        def wrapper(*args, **kw):
+            t0 = time.thread_time()
+            try:
+                return fn(*args, **kw)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.thread_time() - t0
+        return wrapper
+
+    saved = (guided.Evaluated, guided.candidates, estimate.ChunkedBounds.arrays, guided.Estimator.__call__,
+             guided.greedy_hv)
+    guided.Evaluated, guided.candidates = timed("Evaluated", saved[0]), timed("candidates", saved[1])
+    estimate.ChunkedBounds.arrays, guided.Estimator.__call__ = timed("bounds", saved[2]), timed("estimator", saved[3])
+    guided.greedy_hv = timed("greedy_hv", saved[4])
+    rows: dict[str, dict[str, list[float]]] = {}
+    try:
+        for _ in range(repeat):
+            for mode in ("sequential", "before"):
+                use(mode)
+                spent.clear()
+                t0, c0 = time.perf_counter(), time.thread_time()
+                guided.plan(cfg, trials, np.random.default_rng(12345), cfg.batch, cfg.sampler_settings)
+                spent["whole plan"], spent["whole plan, wall"] = time.thread_time() - c0, time.perf_counter() - t0
+                for k, v in spent.items():
+                    rows.setdefault(mode, {}).setdefault(k, []).append(v)
+    finally:
+        (guided.Evaluated, guided.candidates, estimate.ChunkedBounds.arrays, guided.Estimator.__call__,
+         guided.greedy_hv) = saved
+        use("after")
+    print(f"plan steps (thread CPU ms, median of {repeat}; the pool drawn design by design / column by column):")
+    for k in (*STAGES, "whole plan", "whole plan, wall"):
+        a, b = (statistics.median(rows[m][k]) * 1e3 for m in ("sequential", "before"))
+        print(f"  {k:17s} {a:7.1f} / {b:7.1f} ms  ({a / b:.1f}x)", flush=True)
 
 
 def warm_cache(tmp: Path, seed: int | None) -> Path:
@@ -177,7 +233,8 @@ def main() -> None:
     ap.add_argument("--history", type=int, default=240, help="finished trials before the measured plan")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--jobs", default="1,2", help="comma-separated --jobs of the whole runs")
-    ap.add_argument("--modes", default="before,after", help=f"comma-separated modes of the whole runs {MODES}")
+    ap.add_argument("--modes", default="before,after",
+                    help=f"comma-separated modes of the whole runs {MODES + ('sequential',)}")
     ap.add_argument("--runs", type=int, default=2, help="whole runs per (jobs, mode), alternated")
     ap.add_argument("--skip-runs", action="store_true")
     ap.add_argument("--skip-plan", action="store_true")

@@ -6,9 +6,10 @@ millisecond. For each batch the sampler spends the cheap fidelity on a few thous
 and the expensive one only on the few it picks (``plan``):
 
 1. **pool**: ``pool`` candidates, a share ``mutants`` of them mutations (1 to 3 knobs drawn
-   afresh, ``dse.search.propose.draw``) of the designs on the current feasible front, the others drawn
-   uniformly over the space (all of them while there is no front); designs already proposed in
-   the study are left out;
+   afresh, ``dse.search.propose.draw``'s rule) of the designs on the current feasible front, the
+   others drawn uniformly over the space (all of them while there is no front), drawn knob by
+   knob for the whole pool at once (``dse.search.propose.draw_pool``); designs already proposed
+   in the study are left out;
 2. **rigorous screen**: a candidate whose closed-form bounds violate a constraint, or whose
    objective bounds are weakly dominated by the current front (the trace-driven, feasible trials
    before the batch), is dropped: it can never enter the front (the bounds are never better
@@ -50,7 +51,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from dse.search.front import pareto
-from dse.search.propose import draw
+from dse.search.propose import draw, draw_pool
 from dse.search.propose.estimate import BoundMemo, ChunkedBounds, Estimator, bound_arrays  # noqa: F401 (guided.bound_arrays)
 
 EPS_SAME = 1e-12             # normalised distance under which an estimate counts as already there
@@ -86,22 +87,11 @@ class Evaluated:
 def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int, mutants: float = 0.5,
                sink: ChunkedBounds | None = None) -> list[dict[str, Any]]:
     """Up to ``n`` distinct new candidates: uniform draws and mutants of the front (module
-    docstring); each one's flat design is also added to ``sink`` as it is drawn (its bounds are
-    computed on the workers meanwhile, ``estimate.ChunkedBounds``)."""
-    base = cfg.base_env()
-    out, seen = [], set(ev.known)
-    parents = ev.front_params
-    for i in range(n):
-        if parents and rng.random() < mutants:
-            p = draw.mutant(cfg.space, base, rng, parents[int(rng.integers(len(parents)))])
-        else:
-            p = draw.uniform(cfg.space, base, rng)
-        key = param_key(p)
-        if key not in seen:
-            seen.add(key)
-            out.append(p)
-            if sink is not None:
-                sink.add((cfg.design(p),))
+    docstring), drawn column by column (``draw_pool.pool``); their flat designs are also added
+    to ``sink`` (its chunks' bounds computed on the workers, ``estimate.ChunkedBounds``)."""
+    out = draw_pool.pool(cfg.space, cfg.base_env(), rng, n, mutants, ev.front_params, ev.known)
+    if sink is not None:
+        sink.add([cfg.design(p) for p in out])
     return out
 
 

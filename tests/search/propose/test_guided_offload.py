@@ -97,7 +97,7 @@ def history(tmp_path_factory):
 @pytest.mark.parametrize("upto", [12, 36, 48])
 def test_the_plan_with_offloaded_bounds_is_the_serial_plan(history, upto):
     cfg, trials = history
-    settings = dict(cfg.sampler_settings)
+    settings = {**cfg.sampler_settings, "pool": 1200}   # >= 3 chunks of distinct candidates (one parent at 12)
     serial = guided.plan(cfg, trials[:upto], np.random.default_rng(upto), cfg.batch, settings, estimate.BoundMemo())
     worker = LazyWorker()
     with estimate.offloading(worker):
