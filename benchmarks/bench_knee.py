@@ -13,6 +13,9 @@ evaluations in this process. The *merged front* pools every seed's trials
   counts as the same) and whether it is the merged knee's;
 * the largest relative difference of the run's knee objectives from the merged knee's (target:
   within 5 % on every objective);
+* ``gap``: the merged knee's utility minus the run's knee's (``ln`` of the ratio of their figures
+  of merit, the product of objectives: 0.05 means the run's knee is about 5 % worse); a run
+  whose knee is another architecture of near-equal merit has a small gap but a large deviation;
 * its hypervolume as a share of the union front's (objectives normalised between the union
   front's ideal and nadir, reference 1.1, as ``bench_search_quality.py``); for full.toml the
   union also holds NSGA-II, TPE, multivariate TPE, random and plain guided runs at the same trial
@@ -102,9 +105,10 @@ def study_rows(name: str, seeds: int, table_seeds: int, baseline_seeds: int, tmp
     print(f"\n[{name}] {STUDIES[name]}: {seeds} seeds pooled; merged knee {arch} "
           f"{'(ambiguous, margin %.3f)' % mkc.margin if mkc.ambiguous else ''} objectives "
           f"{', '.join(f'{v:.4g}' for v in mobj)}")
-    print(f"{'seed':>4s} {'knee architecture':42s} {'same':>4s} {'near':>4s} {'max dev':>7s} {'HV/union':>8s} {'evals':>5s} "
+    print(f"{'seed':>4s} {'knee architecture':42s} {'same':>4s} {'near':>4s} {'max dev':>7s} {'gap':>6s} {'HV/union':>8s} {'evals':>5s} "
           f"{'trials':>6s} {'settled':>7s} {'ambig':>5s} {'time s':>6s}")
-    out = {"same": [], "near": [], "dev": [], "hv": [], "evals": [], "settled_agree": [], "settled_near": []}
+    out = {"same": [], "near": [], "dev": [], "gap": [], "hv": [], "evals": [], "settled_agree": [],
+           "settled_near": []}
     for s, (cfg, res, summ, dt) in enumerate(runs):
         rec, cand, kc = knee_of(res)
         same = cand is not None and any(mcand.names(g) for g in [cand.group, *cand.equivalent])
@@ -115,6 +119,7 @@ def study_rows(name: str, seeds: int, table_seeds: int, baseline_seeds: int, tmp
         out["same"].append(same)
         out["near"].append(close)
         out["dev"].append(dev)
+        out["gap"].append(mcand.score - cand.score if cand is not None else float("nan"))
         out["hv"].append(share)
         out["evals"].append(summ.evaluations)
         if settled:
@@ -122,13 +127,15 @@ def study_rows(name: str, seeds: int, table_seeds: int, baseline_seeds: int, tmp
             out["settled_near"].append(close)
         if s < table_seeds:
             label = ", ".join(str(v) for v in cand.group) if cand is not None else "-"
-            print(f"{s:4d} {label:42s} {'yes' if same else 'no':>4s} {'yes' if close else 'no':>4s} {dev:7.1%} {share:8.3f} {summ.evaluations:5d} "
+            print(f"{s:4d} {label:42s} {'yes' if same else 'no':>4s} {'yes' if close else 'no':>4s} {dev:7.1%} "
+                  f"{out['gap'][-1]:6.3f} {share:8.3f} {summ.evaluations:5d} "
                   f"{summ.complete:6d} {'yes' if settled else 'no':>7s} {'yes' if kc.ambiguous else 'no':>5s} "
                   f"{dt:6.1f}")
     n = table_seeds
     print(f"[{name}] seeds 0-{n - 1}: same knee {sum(out['same'][:n])}/{n} (within the ambiguity margin of the "
           f"merged knee: {sum(out['near'][:n])}/{n}); within 5 % on every objective "
-          f"{sum(d <= 0.05 for d in out['dev'][:n])}/{n}; HV/union worst {min(out['hv'][:n]):.3f}; "
+          f"{sum(d <= 0.05 for d in out['dev'][:n])}/{n}; utility gap to the merged knee mean "
+          f"{np.nanmean(out['gap'][:n]):.3f}, worst {np.nanmax(out['gap'][:n]):.3f}; HV/union worst {min(out['hv'][:n]):.3f}; "
           f"evaluations max {max(out['evals'][:n])}")
     sa = out["settled_agree"]
     print(f"[{name}] over {seeds} seeds: {len(sa)} runs say settled, {sum(sa)} of them name the merged knee "

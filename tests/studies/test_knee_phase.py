@@ -106,48 +106,39 @@ def test_settled_needs_unchanged_candidates_and_a_clear_margin():
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-def test_neighbour_moves_are_legal_and_local():
-    """A neighbourhood move keeps the point legal, changes one or two knobs (more only when a moved
-    bound makes another knob illegal), moves an int knob by one or two steps and a categorical to
-    an adjacent choice, and leaves ``fixed`` knobs alone."""
+def test_the_knee_pool_sweeps_each_candidate_and_transplants_the_top_one():
+    """``sweep_pool``: each candidate's design swept in every knob but the architecture keys (its
+    owner: the candidate's rank), then the top design swept in the architecture keys alone (owner:
+    one past the last candidate); nothing evaluated is proposed again."""
     import numpy as np
 
-    from dse.search.propose import draw, knee_moves
+    from dse.search.propose import draw, knee_moves, knee_sweep
     cfg = load_study(ROOT / "studies" / "full.toml")
-    base, rng = cfg.base_env(), np.random.default_rng(0)
-    dims = {d.name: d for d in cfg.space.dims}
-    parent = draw.uniform(cfg.space, base, rng)
-    still = 0
-    for _ in range(300):
-        q = knee_moves.neighbour(cfg.space, base, rng, parent, fixed=("core_side", "tile_width"))
-        assert draw.is_legal(cfg.space, base, q)
-        assert q["core_side"] == parent["core_side"] and q["tile_width"] == parent["tile_width"]
-        changed = [k for k in q if q[k] != parent.get(k)]
-        still += not changed                             # only a knob with a single legal value stays put
-        assert len(changed) <= 2 or "pe_groups_per_core" in changed
-        if q["array_depth"] != parent["array_depth"]:
-            assert abs(q["array_depth"] - parent["array_depth"]) in (4096, 8192)
-        d = dims["pooling"]
-        if q["pooling"] != parent["pooling"]:
-            assert abs(d.choices.index(q["pooling"]) - d.choices.index(parent["pooling"])) == 1
-    assert still <= 30
-
-
-def test_an_architecture_move_draws_one_key_afresh_over_its_range():
-    """With ``jump`` (the knee phase's architecture moves), one knob of ``jump`` is drawn over its
-    whole range: over many moves core_side reaches values several steps away from the parent's."""
-    import numpy as np
-
-    from dse.search.propose import draw, knee_moves
-    cfg = load_study(ROOT / "studies" / "full.toml")
-    base, rng = cfg.base_env(), np.random.default_rng(1)
-    parent = {**draw.uniform(cfg.space, base, rng), "core_side": 8}
-    parent = knee_moves.neighbour(cfg.space, base, rng, parent, fixed=tuple(parent))   # made legal at side 8
+    base, rng = cfg.base_env(), np.random.default_rng(2)
     keys = ("core_side", "array_depth", "tile_width", "pooling")
-    sides = set()
-    for _ in range(200):
-        q = knee_moves.neighbour(cfg.space, base, rng, parent, jump=keys)
-        assert draw.is_legal(cfg.space, base, q)
-        sides.add(q["core_side"])
-        assert sum(q[k] != parent[k] for k in keys) <= 2
-    assert min(sides) <= parent["core_side"] - 3                                     # beyond two steps
+    parents = [draw.uniform(cfg.space, base, rng) for _ in range(2)]
+
+    class Ev:
+        known = {knee_moves.BoundMemo.key(knee_sweep.legalise(cfg.space, base, {**parents[0], "tile_width": 16}))}
+
+    out, owner, knob = knee_moves.sweep_pool(cfg, Ev(), keys, parents)
+    assert set(owner) == {0, 1, 2} and owner == sorted(owner)
+    for q, o, k in zip(out, owner, knob):
+        ref = parents[0] if o in (0, 2) else parents[o]
+        assert draw.is_legal(cfg.space, base, q) and q[k] != ref[k]
+        assert (k in keys) == (o == 2)
+        assert knee_moves.BoundMemo.key(q) not in Ev.known
+    assert {k for k, o in zip(knob, owner) if o == 2} == set(keys)
+    sides = sorted(q["core_side"] for q, k in zip(out, knob) if k == "core_side")
+    assert sides == [s for s in range(1, 9) if s != parents[0]["core_side"]]      # every other side, not a step
+
+
+def test_the_best_move_of_each_knob_goes_first():
+    """``by_knob``: one move per knob by utility before the second-best move of any knob."""
+    import numpy as np
+
+    from dse.search.propose import knee_moves
+    u = np.array([5.0, 4.0, 3.0, 2.0, 1.0, 0.5])
+    knob = ["a", "a", "b", "", "c", "b"]
+    assert knee_moves.by_knob(np.arange(6), u, knob) == [0, 2, 4, 1, 3, 5]
+    assert knee_moves.by_knob(np.array([1, 3, 5]), u, knob) == [1, 5, 3]
