@@ -19,7 +19,8 @@ a run interrupted anywhere (Ctrl-C, SIGTERM, SIGKILL, mid-batch or between batch
 any number of times, re-asks the interrupted batch identically (its written trials are asked
 again without being evaluated, and checked) and ends with the trials of an uninterrupted run
 (``samplers.SAMPLERS`` says which samplers promise it; ``dse run`` says so when it cannot).
-With worker processes and a sampler blind to the results (``SamplerKind.blind``: random), the
+With worker processes and a sampler blind to the results (``SamplerKind.blind``: random) or to
+the last batch's (guided with ``[sampler] lag = 1``: ``samplers.blind``), the
 next batch is asked while the current one is evaluated, from the sampler seeded for it: the
 trials it asks are those asking after the batch would give, and its evaluations queue behind the
 current batch's, so the workers never wait at the batch barrier (repeats of a design still being
@@ -41,7 +42,7 @@ from dse.search.execute.progress import TrialFront
 from dse.search.execute.trials import Batch, DesignCache, too_many_failures
 from dse.search.propose import knee_phase
 from dse.search.propose.fidelity import screen_for
-from dse.search.propose.samplers import SAMPLERS, batch_seed, make_sampler
+from dse.search.propose.samplers import SAMPLERS, batch_seed, blind, make_sampler
 from dse.search.space.objectives import score
 from dse.search.storage.mirror import StudyMirror
 from dse.search.storage.sqlite_guard import driver_lock
@@ -121,7 +122,7 @@ class _Run:
         self.env = cfg.base_env()
         make_sampler(cfg, cfg.seed)   # a sampler that cannot be built (missing extra) fails before any file
         self.pool, self.tracing = None, []
-        self.blind = SAMPLERS[cfg.sampler].blind and cfg.fidelity != "multi"   # batches asked ahead
+        self.blind = blind(cfg) and cfg.fidelity != "multi"   # batches asked ahead
         if jobs != 1 and backend == "loky":   # the worker starts while the storage opens
             from dse.search.execute import warm
             self.pool = make_pool(jobs, affinity=True)
@@ -238,7 +239,8 @@ class _Run:
         cfg = self.cfg
         start = len(self.finished) - skip
         if self.grid is None:
-            self.mirror.rebuild(self.finished[:start], make_sampler(cfg, batch_seed(cfg.seed, start // cfg.batch)))
+            sampler = make_sampler(cfg, batch_seed(cfg.seed, start // cfg.batch), start)
+            self.mirror.rebuild(self.finished[:start], sampler)
         batch = Batch(cfg, (self.mirror.ask() for _ in range(skip + k)), self.env, self.cache, pool, self.fn,
                       skip=skip, screen=screen_for(cfg, self.finished[:start], self.cache))
         batch.start = len(self.finished)
@@ -258,7 +260,7 @@ class _Run:
                 or skip + k != cfg.batch
                 or self.summary.target - self.complete - k < cfg.batch):
             return None
-        self.mirror.mem.sampler = make_sampler(cfg, batch_seed(cfg.seed, start // cfg.batch))
+        self.mirror.mem.sampler = make_sampler(cfg, batch_seed(cfg.seed, start // cfg.batch), start)
         ahead = Batch(cfg, (self.mirror.ask() for _ in range(cfg.batch)), self.env, self.cache, pool, self.fn,
                       after=batch)
         ahead.start = start

@@ -68,8 +68,8 @@ class Evaluated:
     """What the finished trials before a batch tell the plan (as told to the sampler): the
     evaluated designs, which are feasible, and the feasible front."""
 
-    def __init__(self, cfg: Any, trials: Sequence):
-        self.known = {param_key(t.params) for t in trials}
+    def __init__(self, cfg: Any, trials: Sequence, pending: Sequence[Mapping[str, Any]] = ()):
+        self.known = {param_key(t.params) for t in trials} | {param_key(p) for p in pending}
         done = [t for t in trials if t.state.name == "COMPLETE" and t.values is not None
                 and not t.user_attrs.get("screened") and "duplicate_of" not in t.user_attrs.get("dse", {})]
         self.params = [dict(t.params) for t in done]
@@ -96,13 +96,14 @@ def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int, mutant
 
 
 def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
-         settings: Mapping[str, Any] | None = None, memo: BoundMemo | None = None) -> list[dict[str, Any]]:
+         settings: Mapping[str, Any] | None = None, memo: BoundMemo | None = None,
+         pending: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
     """The ``k`` parameter sets of the next batch (see the module docstring); ``memo`` keeps the
     bounds of the designs picked, for the regressions of the plans after (a cache: the plan is
     the same without it)."""
     s = {**DEFAULTS, **(settings or {})}
     memo = memo or BoundMemo()
-    ev = Evaluated(cfg, trials)
+    ev = Evaluated(cfg, trials, pending)
     chunks = ChunkedBounds(cfg)                    # the bounds, on the workers while the pool is drawn
     cands = candidates(cfg, ev, rng, int(s["pool"]), float(s["mutants"]), chunks)
     designs = chunks.designs
@@ -210,9 +211,28 @@ def memo_of(cfg: Any) -> BoundMemo:
     return _MEMOS.setdefault(key, BoundMemo())
 
 
-def make(cfg: Any, seed: int, settings: Mapping[str, Any]):
+def basis(cfg: Any, study: Any, position: int | None) -> tuple[list, list[dict[str, Any]]]:
+    """(the finished trials a plan reads, the params of trials it must not propose again): all of
+    the study's finished trials and none; with ``[sampler] lag = 1`` the first ``position -
+    batch`` finished trials (position: finished trials before the batch asked; None: all the
+    study's), in trial order, and the params of every later trial already asked (the batch before,
+    running or finished: its designs are known, its results not yet) (``samplers.blind``)."""
+    done = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
+    lag = int(dict(cfg.sampler_settings).get("lag", 0)) if cfg.sampler == "guided" else 0
+    if not lag:
+        return done, []
+    done.sort(key=lambda t: t.number)
+    n = max(0, (len(done) if position is None else position) - lag * cfg.batch)
+    seen = {t.number for t in done[:n]}
+    pending = [dict(t.params) for t in study.get_trials(deepcopy=False)
+               if t.number not in seen and t.params and (t.state.is_finished() or t.state.name == "RUNNING")]
+    return done[:n], pending
+
+
+def make(cfg: Any, seed: int, settings: Mapping[str, Any], position: int | None = None):
     """The guided sampler (an optuna ``BaseSampler``, handing out ``plan``'s designs) of study ``cfg``
-    seeded with ``seed``; ``settings``: ``DEFAULTS`` keys. optuna is imported only here."""
+    seeded with ``seed``; ``settings``: ``DEFAULTS`` keys; ``position``: as ``basis``. optuna is
+    imported only here."""
     import optuna
 
     class _Guided(optuna.samplers.BaseSampler):
@@ -239,9 +259,9 @@ def make(cfg: Any, seed: int, settings: Mapping[str, Any]):
             return self.fallback.sample_independent(study, trial, name, distribution)
 
         def _next(self, study) -> dict[str, Any]:
-            done = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
+            done, pending = basis(cfg, study, position)
             if len(done) != self.basis:
-                self.todo = plan(cfg, done, self.rng, cfg.batch, settings, self.memo)
+                self.todo = plan(cfg, done, self.rng, cfg.batch, settings, self.memo, pending)
                 self.basis = len(done)
             return self.todo.pop(0) if self.todo else {}
 

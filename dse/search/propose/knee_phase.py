@@ -107,12 +107,13 @@ class PhaseClock:
     for good), and each trial's phase, decided at its first question: a trial is asked in one
     phase (a scan of the trials per parameter asked cost 1.5 s of a 14 s run)."""
 
-    def __init__(self, G: int) -> None:
-        self.G, self.reached, self.phase = G, False, {}
+    def __init__(self, G: int, position: int | None = None) -> None:
+        self.G, self.reached, self.phase, self.position = G, False, {}, position
 
     def knee(self, study) -> bool:
         if not self.reached:
-            self.reached = len(finished(study)) >= self.G
+            n = len(finished(study)) if self.position is None else self.position
+            self.reached = n >= self.G
         return self.reached
 
     def of(self, study, trial) -> bool:
@@ -124,9 +125,11 @@ class PhaseClock:
         return hit
 
 
-def wrap(cfg: Any, seed: int, inner: Any):
+def wrap(cfg: Any, seed: int, inner: Any, position: int | None = None):
     """The study's sampler: ``inner`` for the global phase, the knee plan after it (optuna
-    ``BaseSampler``; optuna is imported only here)."""
+    ``BaseSampler``; optuna is imported only here); ``position``: finished trials before the
+    batch it asks (it decides the phase; None: the study's finished trials), and a lagged plan
+    reads the trials ``guided.basis`` names."""
     import optuna
 
     from dse.search.propose import guided, knee_moves
@@ -141,7 +144,7 @@ def wrap(cfg: Any, seed: int, inner: Any):
             self.basis = -1
             self.assigned: dict[int, dict[str, Any]] = {}
             self.memo = guided.memo_of(cfg)
-            self.clock = PhaseClock(G)
+            self.clock = PhaseClock(G, position)
 
         def infer_relative_search_space(self, study, trial):
             return {} if self.clock.of(study, trial) else self.inner.infer_relative_search_space(study, trial)
@@ -168,12 +171,12 @@ def wrap(cfg: Any, seed: int, inner: Any):
                 self.inner.after_trial(study, trial, state, values)
 
         def _next(self, study) -> dict[str, Any]:
-            done = finished(study)
+            done, pending = guided.basis(cfg, study, position)
             if len(done) != self.basis:
-                ev = guided.Evaluated(cfg, done)
+                ev = guided.Evaluated(cfg, done, pending)
                 s = {**guided.DEFAULTS, **dict(cfg.sampler_settings)} if cfg.sampler == "guided" else guided.DEFAULTS
                 self.todo = knee_moves.plan(cfg, ev, self.rng, cfg.batch, s, self.memo, cfg.knee) or \
-                    guided.plan(cfg, done, self.rng, cfg.batch, s, self.memo)
+                    guided.plan(cfg, done, self.rng, cfg.batch, s, self.memo, pending)
                 self.basis = len(done)
             return self.todo.pop(0) if self.todo else {}
 

@@ -13,8 +13,12 @@ sampler (``not_resumable`` is the reason a sampler cannot promise it, empty when
   across runs and thread counts); ``dse run`` says so when it resumes a gp study.
 
 ``blind``: the sampler's proposals do not depend on the trials' results (random: only on its
-seed). ``dse run`` then asks batch *i + 1* while batch *i* is still being evaluated, so that
-workers never wait at the batch barrier; the trials are those of asking after the barrier.
+seed), or not on the results of the batch before (guided with ``lag = 1``: batch *i* is planned
+from the trials before batch *i - 1*; ``lagged``). ``dse run`` then asks batch *i + 1* while
+batch *i* is still being evaluated, so that workers never wait at the batch barrier and the
+driver's plan runs while they evaluate; the trials are those of asking after the barrier (the
+sampler is told its batch's position, ``make_sampler(..., position)``, and plans from the
+trials before ``position - lag x batch`` whatever else the study holds by then).
 """
 from __future__ import annotations
 
@@ -54,9 +58,9 @@ def _gp(cfg: Any, seed: int, s: dict[str, Any]):
         return optuna.samplers.GPSampler(seed=seed, **s)
 
 
-def _guided(cfg: Any, seed: int, s: dict[str, Any]):
+def _guided(cfg: Any, seed: int, s: dict[str, Any], position: int | None = None):
     from dse.search.propose import guided
-    return guided.make(cfg, seed, s)
+    return guided.make(cfg, seed, s, position)
 
 
 def _random(cfg: Any, seed: int, s: dict[str, Any]):
@@ -70,6 +74,7 @@ class SamplerKind:
     settings: dict[str, tuple[str, float, float]]     # setting -> (kind, low, high)
     not_resumable: str = ""                            # why a resumed study may differ ("" : it does not)
     blind: bool = False                                # proposals independent of the results (see above)
+    lag_setting: str = ""                              # a setting that, at 1, makes it blind to the last batch
 
 
 SAMPLERS: dict[str, SamplerKind] = {
@@ -85,17 +90,37 @@ SAMPLERS: dict[str, SamplerKind] = {
     "guided": SamplerKind(_guided, {"pool": ("int", 10, 100000), "mutants": ("float", 0, 1),
                                     "explore": ("float", 0, 1), "extremes": ("bool", 0, 1), "refine": ("bool", 0, 1),
                                     "samples": ("int", 100, 1000000), "ridge": ("float", 0, 1e6),
-                                    "logistic": ("bool", 0, 1), "novelty": ("bool", 0, 1)}),
+                                    "logistic": ("bool", 0, 1), "novelty": ("bool", 0, 1), "lag": ("int", 0, 1)},
+                          lag_setting="lag"),
 }
 
 
-def make_sampler(cfg: Any, seed: int):
-    """The study's sampler (``cfg.sampler`` with ``cfg.sampler_settings``) seeded with ``seed``."""
-    sampler = SAMPLERS[cfg.sampler].factory(cfg, seed % (2**32), dict(cfg.sampler_settings))
+def lagged(cfg: Any) -> int:
+    """Batches the study's sampler plans behind (``lag``: 0, or 1 for guided with ``lag = 1``)."""
+    kind = SAMPLERS[cfg.sampler]
+    return int(cfg.sampler_settings.get(kind.lag_setting, 0)) if kind.lag_setting else 0
+
+
+def blind(cfg: Any) -> bool:
+    """Whether batch *i + 1* may be asked before batch *i* is told (module docstring)."""
+    return SAMPLERS[cfg.sampler].blind or lagged(cfg) > 0
+
+
+def make_sampler(cfg: Any, seed: int, position: int | None = None):
+    """The study's sampler (``cfg.sampler`` with ``cfg.sampler_settings``) seeded with ``seed``;
+    ``position``: finished trials before the batch it asks (a lagged sampler plans from the first
+    ``position - lag x batch`` of them; None: all the study's finished trials come before it)."""
+    kind = SAMPLERS[cfg.sampler]
+    settings = dict(cfg.sampler_settings)
+    if kind.lag_setting:
+        settings.pop(kind.lag_setting, None)
+        sampler = kind.factory(cfg, seed % (2**32), settings, position)
+    else:
+        sampler = kind.factory(cfg, seed % (2**32), settings)
     knee = getattr(cfg, "knee", None)
     if knee is not None and knee.share > 0 and cfg.sampler != "grid":   # [search] knee_share: a knee phase
         from dse.search.propose import knee_phase
-        return knee_phase.wrap(cfg, seed % (2**32), sampler)
+        return knee_phase.wrap(cfg, seed % (2**32), sampler, position)
     return sampler
 
 

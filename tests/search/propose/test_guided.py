@@ -158,8 +158,9 @@ def test_greedy_hv_never_takes_an_estimate_already_there_while_another_remains()
     ("logistic = 1", "sampler.logistic = 1: must be true or false"),
     ("logistic = \"yes\"", "sampler.logistic = 'yes': must be true or false"),
     ("novelty = 2", "sampler.novelty = 2: must be true or false"),
+    ("lag = 2", "sampler.lag = 2"),
     ("novelty = true\nnovel = true", "sampler.novel: unknown setting for guided (allowed: pool, mutants, explore, extremes, "
-                                        "refine, samples, ridge, logistic, novelty); did you mean 'novelty'?"),
+                                        "refine, samples, ridge, logistic, novelty, lag); did you mean 'novelty'?"),
 ])
 def test_a_bad_guided_setting_is_one_line_naming_file_key_and_allowed_values(tmp_path, line, msg):
     f = _study(tmp_path)
