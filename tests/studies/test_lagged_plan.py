@@ -8,23 +8,14 @@ from pathlib import Path
 
 import optuna
 
-from dse.search import load_results, load_study, run_study
+from dse.search import load_study, run_study
 from dse.search.propose import guided, samplers
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def study(tmp_path: Path, lag: int, name: str = "lag", search: str = "knee_share = 0.25") -> Path:
-    p = tmp_path / f"{name}.toml"
-    p.write_text(f'[study]\nname = "{name}"\nspace = "{ROOT}/spaces/quickstart.toml"\n'
-                 f'objectives = "{ROOT}/objectives/full.toml"\ntrials = 40\nbatch = 8\nseed = 5\n'
-                 f'[sampler]\nname = "guided"\npool = 300\nlag = {lag}\n[search]\n{search}\n'
-                 f'[workload]\nmodels = ["qwen3.5-35b-a3b"]\n')
-    return p
+from tests.studies.test_knee_phase import params
+from tests.studies.test_knee_phase import study as knee_study
 
 
-def params(cfg) -> list[dict]:
-    return [r.params for r in sorted(load_results(cfg).records, key=lambda r: r.number)]
+def study(tmp_path: Path, lag: int, name: str = "lag") -> Path:
+    return knee_study(tmp_path, "knee_share = 0.25", name, 40, objectives="full.toml", settings=f"lag = {lag}")
 
 
 def test_lag_makes_guided_blind_to_the_last_batch_only():

@@ -12,7 +12,7 @@ sampler's would (conditional bounds, steps, ``when`` conditions, fixed knobs):
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -109,16 +109,23 @@ class _Compiled:
             self.memo[key] = hit
         return hit
 
-    def suggest(self, trial: Any, base: Mapping[str, Any]) -> dict[str, Any]:
-        """``Space.suggest(trial, base)``, restricted to the searched knobs (``searched``)."""
-        env = dict(base)
-        out: dict[str, Any] = {}
+    def walk(self, env: dict[str, Any]) -> Iterator[tuple[Any, tuple[str, ...], list]]:
+        """``(knob, refs, choices)`` of each searched knob active under ``env``, in the space's
+        order; a fixed knob's value is set into ``env`` on the way (the caller sets each yielded
+        knob's value into ``env`` before asking for the next: a later ``when`` reads it)."""
         for d, refs, choices in self.dims:
             if d.type == "fixed":
                 env[d.name] = d.value
                 continue
             if d.when and not d.active(env):
                 continue
+            yield d, refs, choices
+
+    def suggest(self, trial: Any, base: Mapping[str, Any]) -> dict[str, Any]:
+        """``Space.suggest(trial, base)``, restricted to the searched knobs (``searched``)."""
+        env = dict(base)
+        out: dict[str, Any] = {}
+        for d, refs, choices in self.walk(env):
             v = ask_knob(trial, d, choices, None if d.type == "categorical" else self.bounds(d, refs, env))
             env[d.name] = out[d.name] = v
         return out

@@ -67,12 +67,7 @@ def legalise(space: Any, base: Mapping[str, Any], params: Mapping[str, Any]) -> 
     legal value (module docstring)."""
     c = draw.compiled(space)
     env, out = dict(base), {}
-    for d, refs, choices in c.dims:
-        if d.type == "fixed":
-            env[d.name] = d.value
-            continue
-        if d.when and not d.active(env):
-            continue
+    for d, refs, choices in c.walk(env):
         b = None if d.type == "categorical" else c.bounds(d, refs, env)
         v = params.get(d.name)
         if not _legal(d, v, b, choices):
@@ -88,12 +83,7 @@ def variants(space: Any, base: Mapping[str, Any], parent: Mapping[str, Any],
     c = draw.compiled(space)
     env: dict[str, Any] = dict(base)
     out, knob, seen = [], [], {draw_key(parent)}
-    for d, refs, choices in c.dims:
-        if d.type == "fixed":
-            env[d.name] = d.value
-            continue
-        if d.when and not d.active(env):
-            continue
+    for d, refs, choices in c.walk(env):
         if only is None or d.name in only:
             b = None if d.type == "categorical" else c.bounds(d, refs, env)
             coupled = d.name in _steering(c)

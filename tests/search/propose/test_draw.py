@@ -18,7 +18,7 @@ from dse.search.study.study import load_study
 ROOT = Path(__file__).resolve().parents[3]
 FULL = load_space(ROOT / "spaces" / "full.toml")
 # a log scale, floats without a step, expression bounds on two earlier knobs, a fixed knob, a condition
-ODD = space_from_dict({"params": {
+ODD_PARAMS = {
     "core_side": {"type": "int", "low": 1, "high": 8},
     "die_units_x": {"type": "int", "low": 8, "high": 24, "step": 4},
     "pe_groups_per_core": {"type": "int", "low": "max(1, core_side - 1)", "high": "min(core_side**2, die_units_x)"},
@@ -29,7 +29,8 @@ ODD = space_from_dict({"params": {
     "pooling": {"type": "fixed", "value": "direct"},
     "fetch": {"type": "categorical", "choices": ["fifo", "load_aware"]},
     "fetch_queue_depth": {"type": "int", "low": 2, "high": 32, "step": 2, "when": {"fetch": "load_aware"}},
-}}, source="odd")
+}
+ODD = space_from_dict({"params": ODD_PARAMS}, source="odd")
 
 
 def _stream(space, base, seed, uniform, mutant, n=60):

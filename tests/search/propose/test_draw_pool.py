@@ -14,6 +14,7 @@ from dse.search.propose import draw, draw_pool
 from dse.search.propose.estimate import BoundMemo
 from dse.search.space.space_file import load_space, space_from_dict
 from dse.search.study.study import load_study
+from tests.search.propose.test_draw import ODD_PARAMS
 
 ROOT = Path(__file__).resolve().parents[3]
 BASE = load_study(ROOT / "studies" / "full.toml").base_env()
@@ -21,17 +22,7 @@ FULL = load_space(ROOT / "spaces" / "full.toml")
 # log int and float, floats without a step, expression bounds on two earlier knobs, a stepped
 # float with an expression bound, a fixed knob, conditions on a categorical and on an int knob, and
 # a bound on a conditional knob (absent: the base value)
-ODD = space_from_dict({"params": {
-    "core_side": {"type": "int", "low": 1, "high": 8},
-    "die_units_x": {"type": "int", "low": 8, "high": 24, "step": 4},
-    "pe_groups_per_core": {"type": "int", "low": "max(1, core_side - 1)", "high": "min(core_side**2, die_units_x)"},
-    "macro_mhz": {"type": "log", "low": 100, "high": 400},
-    "pe_mhz": {"type": "float", "low": 200, "high": 800},
-    "noc_ghz": {"type": "float", "low": 0.5, "high": "core_side / 2 + 0.5", "step": 0.25},
-    "array_depth": {"type": "int", "low": 8192, "high": 65536, "log": True},
-    "pooling": {"type": "fixed", "value": "direct"},
-    "fetch": {"type": "categorical", "choices": ["fifo", "load_aware"]},
-    "fetch_queue_depth": {"type": "int", "low": 2, "high": 32, "step": 2, "when": {"fetch": "load_aware"}},
+ODD = space_from_dict({"params": {**ODD_PARAMS,
     "n_macros": {"type": "int", "low": 4, "high": "fetch_queue_depth + 4", "step": 4},
     "tile_width": {"type": "categorical", "choices": [1, 2, 4, 8], "when": {"core_side": [1, 2, 3]}},
     "read_bw_scale": {"type": "categorical", "choices": [0.5, 1.0, 2.0]},
