@@ -139,6 +139,9 @@ def _print_candidates(args, res, front, kc, agree) -> None:
                             f"{quality.utility_words(kc)}):", terminal_width()))
         for line in quality.describe_candidates(res, front, kc, args.candidates):
             print(textwrap.fill(line, terminal_width(), initial_indent="  ", subsequent_indent="     "))
+        archs = quality.architectures(res, kc, args.candidates)
+        if archs:
+            print(textwrap.fill(quality.describe_architectures(archs), terminal_width(), subsequent_indent="  "))
     if agree is not None:
         print(f"pooled {len(agree['runs'])} runs: {', '.join(agree['runs'])} (trials renumbered in run order; "
               f"--json gives each front design's run and trial)")

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from dse.cli import main
+
+
+def _results(args: list[str]):
+    """The results of the study ``args`` (``[study, "--storage", url]``) address."""
+    from dse.search import load_results, load_study
+    return load_results(load_study(args[0], storage=args[2]))
 
 
 def test_front_columns_sort_and_width(quickstart_study, capsys):
@@ -70,6 +78,35 @@ def test_front_shows_knee_candidates(quickstart_study, capsys, monkeypatch):
     monkeypatch.setattr(knee, "AMBIGUOUS_MARGIN", 10.0)
     assert main(["front", *quickstart_study]) == 0
     assert "knee choice ambiguous" in capsys.readouterr().out
+
+
+def test_front_shows_the_best_design_and_the_depth_of_each_architecture(quickstart_study, capsys):
+    """``architectures``: the best evaluated design of the top architectures, on the front or not,
+    with how many of its designs were evaluated; checked against the study's records."""
+    from dse.search.front import knee
+    from dse.search.propose.knee_moves import full_designs
+    from dse.search.review import quality
+    assert main(["front", *quickstart_study, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    archs = d["knee_candidates"]["architectures"]
+    res = _results(quickstart_study)
+    recs = res.candidates()
+    keys = d["knee_candidates"]["keys"]
+    views = full_designs(res.cfg, [r.design for r in recs])
+    u = knee.Scale.of(res.F(res.front())).utility(res.F(recs))
+    by = {}
+    for r, v, ui in zip(recs, views, u):
+        by.setdefault(tuple(v[k] for k in keys), []).append((ui, r.number))
+    assert 1 <= len(archs) <= 3
+    for a in archs:
+        rows = by[tuple(a["architecture"][k] for k in keys)]
+        assert a["designs"] == len(rows) and abs(a["best_score"] - max(rows)[0]) < 1e-9
+    best = sorted((max(v)[0] for v in by.values()), reverse=True)[:len(archs)]
+    assert [a["best_score"] for a in archs] == pytest.approx(best)
+    assert main(["front", *quickstart_study]) == 0
+    out = capsys.readouterr().out.replace("\n", " ")
+    assert "best evaluated design per architecture" in out and f"{archs[0]['designs']} design" in out
+    assert quality.architectures(res, knee.knee_candidates(res.F([]), [], ()), 3) == []
 
 
 def test_front_pools_several_runs_and_reports_knee_agreement(tmp_path, capsys):

@@ -102,7 +102,39 @@ def candidates_json(res, fr, kc, n: int = 3) -> dict[str, Any]:
                      "margin": c.margin, "designs": len(c.members),
                      "equivalent": [dict(zip(kc.keys, g)) for g in c.equivalent]})
     return {"ambiguous": kc.ambiguous, "threshold": kc.threshold, "keys": list(kc.keys),
-            "count": len(kc.candidates), "candidates": rows}
+            "count": len(kc.candidates), "candidates": rows, "architectures": architectures(res, kc, n)}
+
+
+def architectures(res, kc, n: int = 3) -> list[dict[str, Any]]:
+    """The ``n`` architectures (``kc.keys``) whose best evaluated design (feasible, distinct, on
+    the front or not) scores highest, each with that score and how many of its designs the study
+    evaluated. A run refines the architecture it leads with far more than the others (on
+    ``studies/full.toml`` 90-120 designs against 1-10, docs/guide/knees.md), so an architecture
+    with few designs may score below what it could reach: its score is a floor."""
+    from dse.search.front.knee import _hashable
+    from dse.search.propose.knee_moves import full_designs
+    recs = res.candidates()
+    if not recs or not kc.keys:
+        return []
+    u = kc.scale.utility(res.F(recs))
+    best: dict[tuple, list] = {}
+    for r, a, ui in zip(recs, full_designs(res.cfg, [r.design for r in recs]), u):
+        g = tuple(_hashable(a.get(k)) for k in kc.keys)
+        row = best.setdefault(g, [-np.inf, 0, None])
+        row[1] += 1
+        if ui > row[0]:
+            row[0], row[2] = float(ui), r.number
+    top = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:n]
+    return [{"architecture": dict(zip(kc.keys, g)), "best_score": b, "best_trial": t, "designs": c}
+            for g, (b, c, t) in top]
+
+
+def describe_architectures(rows: list[dict[str, Any]]) -> str:
+    """``architectures`` in one line (``dse front``)."""
+    parts = [f"{', '.join(f'{k}={v}' for k, v in a['architecture'].items())}: best score {a['best_score']:.3f} "
+             f"(trial {a['best_trial']}), {a['designs']} design{'s' * (a['designs'] != 1)}" for a in rows]
+    return ("best evaluated design per architecture (an architecture with few designs is barely refined: its "
+            "score is a floor; merge several seeds to compare): " + "; ".join(parts))
 
 
 def describe_candidates(res, fr, kc, n: int = 3) -> list[str]:
