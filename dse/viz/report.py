@@ -118,6 +118,14 @@ def candidates_section(res, n: int = 3, merged=None) -> Section:
         f"Every local maximum of the knee score inside the front ({quality.utility_words(kc)}), one per "
         f"architecture ({', '.join(kc.keys)}); margin: score minus the next candidate's. {quality.verdict(kc)}.",
         Table(["rank", "trial"] + list(kc.keys) + onames + ["score", "margin"], rows, "candidates-table")]
+    archs = quality.architectures(res, kc, n)
+    if archs:
+        blocks += ["Best evaluated design per architecture, on the front or not, and how many designs of each the "
+                   "study evaluated: an architecture with few designs is barely refined, its score is a floor "
+                   "(merge several seeds to compare).",
+                   Table(list(kc.keys) + ["best score", "trial", "designs"],
+                         [list(a["architecture"].values()) + [a["best_score"], a["best_trial"], a["designs"]]
+                          for a in archs], "architectures-table")]
     if merged is not None:
         blocks += [f"Knee agreement over {len(merged['runs'])} pooled runs: how many runs put each architecture "
                    f"first (the merged front's top candidate first).",

@@ -67,6 +67,9 @@ def test_report_html_is_self_contained_and_agrees_with_front(tmp_path, quickstar
     assert len([r for r in p.tables["front-table"] if r]) == len(front["front"])
     cands = [r for r in p.tables["candidates-table"][1:] if r]
     assert [int(r[1]) for r in cands] == [c["trial"] for c in front["knee_candidates"]["candidates"]]
+    archs = [r for r in p.tables["architectures-table"][1:] if r]
+    assert [(int(r[-2]), int(r[-1])) for r in archs] == \
+        [(a["best_trial"], a["designs"]) for a in front["knee_candidates"]["architectures"]]
 
 
 def test_report_markdown_writes_pngs_beside_it(tmp_path, quickstart_study):
