@@ -33,14 +33,14 @@ def test_the_plan_reads_the_trials_before_the_batch_before(tmp_path):
     cfg = load_study(study(tmp_path, 1), storage=f"sqlite:///{tmp_path / 'b.db'}")
     run_study(cfg, max_batches=3)
     st = optuna.load_study(study_name=cfg.name, storage=cfg.storage)
-    got, pending = guided.basis(cfg, st, 24)
+    got, pending = guided.basis(cfg, st, 24, samplers.lagged(cfg))
     trials = sorted(st.get_trials(), key=lambda t: t.number)
     assert [t.number for t in got] == list(range(16))
     assert pending == [t.params for t in trials[16:24]]      # batch 2: designs known, results not read
-    assert [t.number for t in guided.basis(cfg, st, 16)[0]] == list(range(8))
-    assert guided.basis(cfg, st, 8)[0] == []
+    assert [t.number for t in guided.basis(cfg, st, 16, 1)[0]] == list(range(8))
+    assert guided.basis(cfg, st, 8, 1)[0] == []
     plain = load_study(study(tmp_path, 0, name="plain"), storage=cfg.storage)
-    assert guided.basis(plain, st, 24) == (trials, [])
+    assert samplers.lagged(plain) == 0 and guided.basis(plain, st, 24, 0) == (trials, [])
 
 
 def test_lagged_trials_are_the_same_at_every_jobs_and_after_a_resume(tmp_path):

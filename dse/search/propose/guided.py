@@ -211,14 +211,14 @@ def memo_of(cfg: Any) -> BoundMemo:
     return _MEMOS.setdefault(key, BoundMemo())
 
 
-def basis(cfg: Any, study: Any, position: int | None) -> tuple[list, list[dict[str, Any]]]:
+def basis(cfg: Any, study: Any, position: int | None, lag: int = 0) -> tuple[list, list[dict[str, Any]]]:
     """(the finished trials a plan reads, the params of trials it must not propose again): all of
-    the study's finished trials and none; with ``[sampler] lag = 1`` the first ``position -
-    batch`` finished trials (position: finished trials before the batch asked; None: all the
-    study's), in trial order, and the params of every later trial already asked (the batch before,
-    running or finished: its designs are known, its results not yet) (``samplers.blind``)."""
+    the study's finished trials and none; with ``lag`` batches (``[sampler] lag = 1``,
+    ``samplers.lagged``) the first ``position - lag x batch`` finished trials (position: finished
+    trials before the batch asked; None: all the study's), in trial order, and the params of every
+    later trial already asked (the batch before, running or finished: its designs are known, its
+    results not yet) (``samplers.blind``)."""
     done = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
-    lag = int(dict(cfg.sampler_settings).get("lag", 0)) if cfg.sampler == "guided" else 0
     if not lag:
         return done, []
     done.sort(key=lambda t: t.number)
@@ -229,10 +229,10 @@ def basis(cfg: Any, study: Any, position: int | None) -> tuple[list, list[dict[s
     return done[:n], pending
 
 
-def make(cfg: Any, seed: int, settings: Mapping[str, Any], position: int | None = None):
+def make(cfg: Any, seed: int, settings: Mapping[str, Any], position: int | None = None, lag: int = 0):
     """The guided sampler (an optuna ``BaseSampler``, handing out ``plan``'s designs) of study ``cfg``
-    seeded with ``seed``; ``settings``: ``DEFAULTS`` keys; ``position``: as ``basis``. optuna is
-    imported only here."""
+    seeded with ``seed``; ``settings``: ``DEFAULTS`` keys; ``position``, ``lag``: as ``basis``.
+    optuna is imported only here."""
     import optuna
 
     class _Guided(optuna.samplers.BaseSampler):
@@ -259,7 +259,7 @@ def make(cfg: Any, seed: int, settings: Mapping[str, Any], position: int | None 
             return self.fallback.sample_independent(study, trial, name, distribution)
 
         def _next(self, study) -> dict[str, Any]:
-            done, pending = basis(cfg, study, position)
+            done, pending = basis(cfg, study, position, lag)
             if len(done) != self.basis:
                 self.todo = plan(cfg, done, self.rng, cfg.batch, settings, self.memo, pending)
                 self.basis = len(done)

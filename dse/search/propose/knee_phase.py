@@ -125,11 +125,11 @@ class PhaseClock:
         return hit
 
 
-def wrap(cfg: Any, seed: int, inner: Any, position: int | None = None):
+def wrap(cfg: Any, seed: int, inner: Any, position: int | None = None, lag: int = 0):
     """The study's sampler: ``inner`` for the global phase, the knee plan after it (optuna
     ``BaseSampler``; optuna is imported only here); ``position``: finished trials before the
-    batch it asks (it decides the phase; None: the study's finished trials), and a lagged plan
-    reads the trials ``guided.basis`` names."""
+    batch it asks (it decides the phase; None: the study's finished trials); a plan ``lag``
+    batches behind reads the trials ``guided.basis`` names."""
     import optuna
 
     from dse.search.propose import guided, knee_moves
@@ -171,7 +171,7 @@ def wrap(cfg: Any, seed: int, inner: Any, position: int | None = None):
                 self.inner.after_trial(study, trial, state, values)
 
         def _next(self, study) -> dict[str, Any]:
-            done, pending = guided.basis(cfg, study, position)
+            done, pending = guided.basis(cfg, study, position, lag)
             if len(done) != self.basis:
                 ev = guided.Evaluated(cfg, done, pending)
                 s = {**guided.DEFAULTS, **dict(cfg.sampler_settings)} if cfg.sampler == "guided" else guided.DEFAULTS

@@ -58,9 +58,9 @@ def _gp(cfg: Any, seed: int, s: dict[str, Any]):
         return optuna.samplers.GPSampler(seed=seed, **s)
 
 
-def _guided(cfg: Any, seed: int, s: dict[str, Any], position: int | None = None):
+def _guided(cfg: Any, seed: int, s: dict[str, Any], position: int | None = None, lag: int = 0):
     from dse.search.propose import guided
-    return guided.make(cfg, seed, s, position)
+    return guided.make(cfg, seed, s, position, lag)
 
 
 def _random(cfg: Any, seed: int, s: dict[str, Any]):
@@ -110,17 +110,17 @@ def make_sampler(cfg: Any, seed: int, position: int | None = None):
     """The study's sampler (``cfg.sampler`` with ``cfg.sampler_settings``) seeded with ``seed``;
     ``position``: finished trials before the batch it asks (a lagged sampler plans from the first
     ``position - lag x batch`` of them; None: all the study's finished trials come before it)."""
-    kind = SAMPLERS[cfg.sampler]
+    kind, lag = SAMPLERS[cfg.sampler], lagged(cfg)
     settings = dict(cfg.sampler_settings)
     if kind.lag_setting:
         settings.pop(kind.lag_setting, None)
-        sampler = kind.factory(cfg, seed % (2**32), settings, position)
+        sampler = kind.factory(cfg, seed % (2**32), settings, position, lag)
     else:
         sampler = kind.factory(cfg, seed % (2**32), settings)
     knee = getattr(cfg, "knee", None)
     if knee is not None and knee.share > 0 and cfg.sampler != "grid":   # [search] knee_share: a knee phase
         from dse.search.propose import knee_phase
-        return knee_phase.wrap(cfg, seed % (2**32), sampler, position)
+        return knee_phase.wrap(cfg, seed % (2**32), sampler, position, lag)
     return sampler
 
 
