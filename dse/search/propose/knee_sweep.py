@@ -21,6 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from dse.search.propose import draw
+from dse.search.propose.estimate import BoundMemo
 
 GRID = 9                     # values of an unstepped continuous knob in a sweep
 MAX_VALUES = 64              # an int knob with more values than this is swept on a geometric grid of this many
@@ -82,7 +83,7 @@ def variants(space: Any, base: Mapping[str, Any], parent: Mapping[str, Any],
     and, per design, the knob moved; in the space's knob order, each knob's values ascending."""
     c = draw.compiled(space)
     env: dict[str, Any] = dict(base)
-    out, knob, seen = [], [], {draw_key(parent)}
+    out, knob, seen = [], [], {BoundMemo.key(parent)}
     for d, refs, choices in c.walk(env):
         if only is None or d.name in only:
             b = None if d.type == "categorical" else c.bounds(d, refs, env)
@@ -93,7 +94,7 @@ def variants(space: Any, base: Mapping[str, Any], parent: Mapping[str, Any],
                 q = {**parent, d.name: v}
                 if coupled:                     # it moves another knob's bound or condition
                     q = legalise(space, base, q)
-                key = draw_key(q)
+                key = BoundMemo.key(q)
                 if key not in seen:
                     seen.add(key)
                     out.append(q)
@@ -111,8 +112,3 @@ def _steering(c: Any) -> frozenset[str]:
             names |= set(refs) | {k for k, _ in d.when}
         hit = c._knee_steering = frozenset(names)
     return hit
-
-
-def draw_key(params: Mapping[str, Any]) -> tuple:
-    """A hashable identity of a point (its knobs sorted by name)."""
-    return tuple(sorted((k, repr(v)) for k, v in params.items()))
