@@ -32,7 +32,8 @@ Run: python benchmarks/bench_scale.py [--steps 512] [--trials 768] [--batch 24] 
    ``--jobs 1``, and ``studies/full.toml`` as shipped (guided) at ``--jobs 2``
    against ``--jobs 1``. ``--alternatives`` adds the mechanisms measured against the shared
    folder: ``--jobs 2`` with domain affinity and work stealing alone (``DSE_WARM_CACHE_DIR=off``:
-   each process builds what it meets) and Dask 4 workers without the folder.
+   each process builds what it meets), Dask 4 workers without the folder, and Dask 2 workers
+   without domain affinity (``DSE_DASK_AFFINITY=0``: dask places every design itself).
 
 Each figure is one run: on a shared machine compare ratios measured in the same run only.
 """
@@ -209,7 +210,8 @@ def main() -> None:
             configs.append(("Dask 2", 2, "dask", {}))
         if args.alternatives:
             configs += [("--jobs 2, affinity only", 2, "loky", {"DSE_WARM_CACHE_DIR": "off"}),
-                        (f"Dask {args.dask or 4}, no folder", args.dask or 4, "dask", {"DSE_WARM_CACHE_DIR": "off"})]
+                        (f"Dask {args.dask or 4}, no folder", args.dask or 4, "dask", {"DSE_WARM_CACHE_DIR": "off"}),
+                        ("Dask 2, no domain affinity", 2, "dask", {"DSE_DASK_AFFINITY": "0"})]
         results = []
         for i, (label, j, backend, extra) in enumerate(configs):
             study = _speed_study(tmp / f"run{i}", args.trials, args.steps, args.batch)

@@ -8,7 +8,9 @@ streams designs into a batch and collects them in trial order). Results never de
 an evaluation ran, so a seeded study gives the trials of ``--jobs 1``.
 
 Warm state: each scheduling domain's unit layout is built once per study into the shared folder
-of ``dse.mapping.warm_cache`` and memory-mapped by every worker. A local cluster's workers inherit
+of ``dse.mapping.warm_cache`` and memory-mapped by every worker; a domain's designs go first to
+the worker that took its first one (``DaskPool.owner``, a loose restriction that dask's work
+stealing may override), so each worker warms its own domains' per-process caches only. A local cluster's workers inherit
 the driver's environment; with ``--scheduler``, the driver's ``DSE_WARM_CACHE_DIR`` (a path every
 host mounts), ``DSE_WARM_CACHE_MB`` and ``DSE_WARM_BUILD_LOG`` are set in every worker by a plugin.
 
@@ -28,6 +30,9 @@ from dse.errors import ConfigError, DSEError
 
 WARM_ENV = ("DSE_WARM_CACHE_DIR", "DSE_WARM_CACHE_MB", "DSE_WARM_BUILD_LOG")   # shipped to remote workers
 SILENT = logging.CRITICAL + 10    # above every level distributed logs at
+# Domain affinity (``DaskPool.owner``); ``DSE_DASK_AFFINITY=0`` switches it off, for measuring it
+# (``benchmarks/bench_scale.py --alternatives``). Results never depend on it.
+AFFINITY = os.environ.get("DSE_DASK_AFFINITY", "1") != "0"
 CONNECT_TIMEOUT_S = 10            # how long to wait for a scheduler before giving up
 _ADDRESS = re.compile(r"^(?:(tcp|tls|ws|wss)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.\-]*)(?::(\d{1,5}))?/?$")
 
@@ -59,6 +64,7 @@ class DaskPool:
         self.cluster = None
         self.keys: set = set()        # keys of this pool's evaluations not yet collected
         self.lost: list[tuple[str, int]] = []    # (worker, evaluations resubmitted), as reported
+        self.owners: dict[Any, str] = {}          # group -> the worker its designs go to first (``owner``)
         if scheduler is None:
             n = workers if workers > 0 else (os.cpu_count() or 1)
             self.cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
@@ -86,10 +92,35 @@ class DaskPool:
               file=sys.stderr, flush=True)
 
     def submit(self, fn: Callable[..., Any], design: Mapping[str, Any], models: Sequence[str], group: Any = None):
-        """Start an evaluation (``group`` is ignored: dask places tasks by its own scheduler)."""
-        fut = self.client.submit(self.call, fn, dict(design), tuple(models), pure=False)
+        """Start an evaluation, preferably on the worker that owns ``group`` (``owner``)."""
+        where = self.owner(group)
+        kw = {"workers": [where], "allow_other_workers": True} if where is not None else {}
+        fut = self.client.submit(self.call, fn, dict(design), tuple(models), pure=False, **kw)
         self.keys.add(fut.key)
         return fut
+
+    def owner(self, group: Any) -> str | None:
+        """The worker a design of ``group`` (``warm.domain_key``: its scheduling domain) goes to
+        first: the one that took the group's first design, or for a new group (or one whose
+        worker left) the worker owning fewest groups. The restriction is loose
+        (``allow_other_workers``): dask's work stealing still moves designs to an idle worker.
+        Each worker thus holds the per-process caches of its own domains (placement, mapped
+        layout, job tables) instead of every worker warming every domain: on
+        ``bench_scale.py``'s 512-step study with 2 local workers, evaluating took the workers
+        18.0 s of CPU together without it and 13.8 s in one worker (``docs/benchmarks/scale-out.md``)."""
+        if group is None or not AFFINITY:
+            return None
+        workers = sorted(self.client.scheduler_info().get("workers", {}))
+        if not workers:
+            return None
+        where = self.owners.get(group)
+        if where not in workers:
+            held = {w: 0 for w in workers}
+            for w in self.owners.values():
+                if w in held:
+                    held[w] += 1
+            where = self.owners[group] = min(workers, key=lambda w: (held[w], w))
+        return where
 
     def pending(self, handle) -> bool:
         """True while the cluster still computes the evaluation."""

@@ -190,3 +190,29 @@ def test_remote_workers_share_the_drivers_warm_folder(tmp_path, cluster, monkeyp
     keys = [x.split()[0] for x in (tmp_path / "builds.log").read_text().splitlines() if x.split()[2] == "layout"]
     domains = {layout_domain(r.design, cfg.models[0]) for r in load_results(cfg).records if r.duplicate_of is None}
     assert len(keys) == len(set(keys)) == len(domains) == len({p.name.split(".")[0] for p in (tmp_path / "shared").glob("*.npy")} & set(keys))
+
+
+class _FakeClient:
+    def __init__(self, workers):
+        self.workers = list(workers)
+
+    def scheduler_info(self):
+        return {"workers": {w: {} for w in self.workers}}
+
+
+def test_designs_of_a_domain_go_first_to_the_worker_that_owns_it(monkeypatch):
+    """``DaskPool.owner``: a new group goes to the worker owning fewest groups (ties: the first
+    address), a known group to its owner, a group whose worker left to a live one; no group (or
+    the affinity switched off) leaves dask to place the design."""
+    from dse.search.execute import dask_pool
+    pool = dask_pool.DaskPool.__new__(dask_pool.DaskPool)
+    pool.owners, pool.client = {}, _FakeClient(["tcp://b:2", "tcp://a:1"])
+    got = [pool.owner(g) for g in ("d0", "d1", "d0", "d2", "d1", "d3")]
+    assert got == ["tcp://a:1", "tcp://b:2", "tcp://a:1", "tcp://a:1", "tcp://b:2", "tcp://b:2"]
+    pool.client.workers = ["tcp://b:2", "tcp://c:3"]            # a:1 left: its groups move
+    assert pool.owner("d0") == "tcp://c:3" and pool.owner("d2") == "tcp://c:3" and pool.owner("d1") == "tcp://b:2"
+    assert pool.owner(None) is None
+    pool.client.workers = []
+    assert pool.owner("d9") is None
+    monkeypatch.setattr(dask_pool, "AFFINITY", False)
+    assert pool.owner("d1") is None
