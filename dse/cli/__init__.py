@@ -53,9 +53,20 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.catalog:  # through the environment so joblib workers see the same catalog
+    before = os.environ.get("DSE_CATALOG")
+    if args.catalog:  # through the environment so worker processes see the same catalog
         os.environ["DSE_CATALOG"] = os.pathsep.join(
-            [os.path.abspath(p) for p in args.catalog] + [p for p in os.environ.get("DSE_CATALOG", "").split(os.pathsep) if p])
+            [os.path.abspath(p) for p in args.catalog] + [p for p in (before or "").split(os.pathsep) if p])
+    try:
+        return _main(args)
+    finally:                      # an in-process call (tests, notebooks) leaves the environment as it was
+        if args.catalog and before is None:
+            os.environ.pop("DSE_CATALOG", None)
+        elif args.catalog:
+            os.environ["DSE_CATALOG"] = before
+
+
+def _main(args) -> int:
     try:
         from dse.mapping.trace_mapping import layout_cache_bytes
         layout_cache_bytes()                 # a bad DSE_LAYOUT_CACHE_MB: one line, before any work

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -30,4 +31,7 @@ def test_user_catalog_adds_a_model(capsys, tmp_path, monkeypatch):
     rc, out, _ = run_cli(capsys, "--catalog", str(f), "evaluate", "--json", "--model", "tiny-moe",
                          "--set", "trace=catalog")
     assert rc == 0 and json.loads(out)["model"] == "tiny-moe"
-    monkeypatch.delenv("DSE_CATALOG", raising=False)
+    assert "DSE_CATALOG" not in os.environ          # the call left the environment as it found it
+    monkeypatch.setenv("DSE_CATALOG", "/elsewhere/a.toml")
+    run_cli(capsys, "--catalog", str(f), "models")
+    assert os.environ["DSE_CATALOG"] == "/elsewhere/a.toml"
