@@ -10,8 +10,8 @@ an evaluation ran, so a seeded study gives the trials of ``--jobs 1``.
 Warm state: each scheduling domain's unit layout is built once per study into the shared folder
 of ``dse.mapping.warm_cache`` and memory-mapped by every worker; a domain's designs go first to
 the worker that took its first one (``DaskPool.owner``, a loose restriction that dask's work
-stealing may override), so each worker warms its own domains' per-process caches only. A local cluster's workers inherit
-the driver's environment; with ``--scheduler``, the driver's ``DSE_WARM_CACHE_DIR`` (a path every
+stealing may override), so each worker warms its own domains' per-process caches only. A local
+cluster's workers inherit the driver's environment; with ``--scheduler``, the driver's ``DSE_WARM_CACHE_DIR`` (a path every
 host mounts), ``DSE_WARM_CACHE_MB`` and ``DSE_WARM_BUILD_LOG`` are set in every worker by a plugin.
 
 Without an address a local cluster (a scheduler and ``workers`` worker processes, one thread
@@ -24,6 +24,7 @@ import logging
 import os
 import re
 import sys
+import time
 from typing import Any, Callable, Mapping, Sequence
 
 from dse.errors import ConfigError, DSEError
@@ -33,6 +34,7 @@ SILENT = logging.CRITICAL + 10    # above every level distributed logs at
 # Domain affinity (``DaskPool.owner``); ``DSE_DASK_AFFINITY=0`` switches it off, for measuring it
 # (``benchmarks/bench_scale.py --alternatives``). Results never depend on it.
 AFFINITY = os.environ.get("DSE_DASK_AFFINITY", "1") != "0"
+WORKERS_TTL_S = 1.0               # how long the list of workers (``DaskPool.workers``) is reused
 CONNECT_TIMEOUT_S = 10            # how long to wait for a scheduler before giving up
 _ADDRESS = re.compile(r"^(?:(tcp|tls|ws|wss)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.\-]*)(?::(\d{1,5}))?/?$")
 
@@ -65,6 +67,7 @@ class DaskPool:
         self.keys: set = set()        # keys of this pool's evaluations not yet collected
         self.lost: list[tuple[str, int]] = []    # (worker, evaluations resubmitted), as reported
         self.owners: dict[Any, str] = {}          # group -> the worker its designs go to first (``owner``)
+        self._workers: tuple[float, list[str]] | None = None   # (when asked, addresses): ``workers``
         if scheduler is None:
             n = workers if workers > 0 else (os.cpu_count() or 1)
             self.cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
@@ -84,6 +87,7 @@ class DaskPool:
         msg = event[1] if isinstance(event, tuple) and len(event) == 2 else None
         if not isinstance(msg, dict) or msg.get("action") != "remove-worker" or msg.get("expected"):
             return
+        self._workers = None                     # ask the scheduler again (``workers``)
         held = set(msg.get("processing-tasks") or ()) | set(msg.get("lost-computed-tasks") or ())
         n = len(held & self.keys)
         worker = str(msg.get("worker", "?"))
@@ -107,10 +111,11 @@ class DaskPool:
         Each worker thus holds the per-process caches of its own domains (placement, mapped
         layout, job tables) instead of every worker warming every domain: on
         ``bench_scale.py``'s 512-step study with 2 local workers, evaluating took the workers
-        18.0 s of CPU together without it and 13.8 s in one worker (``docs/benchmarks/scale-out.md``)."""
+        14.5-14.9 s of CPU together with it and 16.3-16.9 s without it (13.8 s in one worker;
+        ``docs/benchmarks/scale-out.md``)."""
         if group is None or not AFFINITY:
             return None
-        workers = sorted(self.client.scheduler_info().get("workers", {}))
+        workers = self.workers()
         if not workers:
             return None
         where = self.owners.get(group)
@@ -121,6 +126,14 @@ class DaskPool:
                     held[w] += 1
             where = self.owners[group] = min(workers, key=lambda w: (held[w], w))
         return where
+
+    def workers(self) -> list[str]:
+        """The cluster's worker addresses, sorted: asked of the scheduler (a round trip) at most
+        every ``WORKERS_TTL_S``, and again after a worker left (``_event``)."""
+        now = time.monotonic()
+        if self._workers is None or now - self._workers[0] > WORKERS_TTL_S:
+            self._workers = (now, sorted(self.client.scheduler_info().get("workers", {})))
+        return self._workers[1]
 
     def pending(self, handle) -> bool:
         """True while the cluster still computes the evaluation."""

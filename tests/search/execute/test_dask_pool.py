@@ -205,8 +205,9 @@ def test_designs_of_a_domain_go_first_to_the_worker_that_owns_it(monkeypatch):
     address), a known group to its owner, a group whose worker left to a live one; no group (or
     the affinity switched off) leaves dask to place the design."""
     from dse.search.execute import dask_pool
+    monkeypatch.setattr(dask_pool, "WORKERS_TTL_S", -1.0)     # asked afresh at every design
     pool = dask_pool.DaskPool.__new__(dask_pool.DaskPool)
-    pool.owners, pool.client = {}, _FakeClient(["tcp://b:2", "tcp://a:1"])
+    pool.owners, pool._workers, pool.client = {}, None, _FakeClient(["tcp://b:2", "tcp://a:1"])
     got = [pool.owner(g) for g in ("d0", "d1", "d0", "d2", "d1", "d3")]
     assert got == ["tcp://a:1", "tcp://b:2", "tcp://a:1", "tcp://a:1", "tcp://b:2", "tcp://b:2"]
     pool.client.workers = ["tcp://b:2", "tcp://c:3"]            # a:1 left: its groups move
@@ -216,3 +217,22 @@ def test_designs_of_a_domain_go_first_to_the_worker_that_owns_it(monkeypatch):
     assert pool.owner("d9") is None
     monkeypatch.setattr(dask_pool, "AFFINITY", False)
     assert pool.owner("d1") is None
+
+
+def test_the_worker_list_is_asked_once_per_interval_and_after_a_worker_left(monkeypatch):
+    """``DaskPool.workers``: one round trip to the scheduler per ``WORKERS_TTL_S``, not per
+    design; a ``remove-worker`` event makes the next design ask again."""
+    from dse.search.execute import dask_pool
+    calls = []
+    client = _FakeClient(["tcp://a:1", "tcp://b:2"])
+    info = client.scheduler_info
+    client.scheduler_info = lambda: calls.append(1) or info()
+    pool = dask_pool.DaskPool.__new__(dask_pool.DaskPool)
+    pool.owners, pool._workers, pool.client, pool.keys, pool.lost = {}, None, client, set(), []
+    monkeypatch.setattr(dask_pool, "WORKERS_TTL_S", 3600.0)
+    for g in range(20):
+        pool.owner(f"d{g}")
+    assert len(calls) == 1
+    client.workers = ["tcp://b:2"]
+    pool._event((0.0, {"action": "remove-worker", "worker": "tcp://a:1", "expected": False}))
+    assert pool.owner("d0") == "tcp://b:2" and len(calls) == 2
