@@ -23,8 +23,9 @@ evaluations in this process. The *merged front* pools every seed's trials
 * trace-driven evaluations spent (distinct designs evaluated; target for full.toml <= 480);
 * whether the run says its knee is settled (``quality.knee_settledness``) and whether it is
   ambiguous; ``near``: the run's architecture is the merged knee's or one of the merged
-  candidates within the ambiguity margin of it (when the merged front itself cannot separate
-  two architectures, a run naming either is not wrong).
+  candidates, or the merged knee's rival (``dse.search.front.knee``, "Rivals"), within the
+  ambiguity margin of it (when the merged front itself cannot separate two architectures, a run
+  naming either is not wrong).
 
 Last, per study: how often a run that says *settled* names the merged knee (over all its seeds;
 target >= 9 of 10 for full.toml). A study the runs do not settle prints 0 settled runs.
@@ -100,6 +101,8 @@ def study_rows(name: str, seeds: int, table_seeds: int, baseline_seeds: int, tmp
         print(f"[{name}] baseline {lab} (no knee phase) HV/union: " + " / ".join(f"{x:.3f}" for x in xs))
     near = {c.group for c in mkc.candidates if mkc.candidates[0].score - c.score < mkc.threshold}
     near |= {g for c in mkc.candidates if c.group in near for g in c.equivalent}
+    if mkc.rival is not None and mkc.candidates[0].score - mkc.rival.score < mkc.threshold:
+        near.add(mkc.rival.group)          # the best design of another architecture, no candidate
     mobj = np.array(mrec.values, dtype=float)
     arch = dict(zip(mkc.keys, mcand.group))
     print(f"\n[{name}] {STUDIES[name]}: {seeds} seeds pooled; merged knee {arch} "

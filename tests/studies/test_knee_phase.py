@@ -94,6 +94,12 @@ def test_knee_settled_stops_before_the_cap_and_stays_stopped(tmp_path):
     assert again.new_trials == 0 and again.complete == s.complete
     cands = attrs(cfg)[knee_phase.CANDIDATES_ATTR]
     assert cands["candidates"][0]["trial"] == load_results(cfg).knee().number
+    # the dashboard's attributes and the report measure the top margin alike, rival included
+    from dse.search.review import quality
+    _, kc = quality.knee_candidates(load_results(cfg))
+    assert cands["ambiguous"] == kc.ambiguous and not kc.ambiguous
+    assert cands["candidates"][0]["margin"] == pytest.approx(kc.margin, abs=1e-6)
+    assert cands["rival"] == (None if kc.rival is None else kc.rival.to_json(kc.keys))
 
 
 def test_settled_needs_unchanged_candidates_and_a_clear_margin():

@@ -66,6 +66,14 @@ def front_of(cfg: Any, ev: Any) -> tuple[np.ndarray, list[dict[str, Any]], list[
     return F, [ev.params[i] for i in rows], [ev.designs[i] for i in rows]
 
 
+def rivals_of(cfg: Any, ev: Any) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """(F in minimisation form, full designs) of every feasible design of ``ev``
+    (guided.Evaluated): the rivals the top knee margin is measured against
+    (``dse.search.front.knee``, "Rivals")."""
+    feas = np.flatnonzero(ev.feasible)
+    return pareto.to_min(ev.values[feas], cfg.objectives.directions), full_designs(cfg, [ev.designs[i] for i in feas])
+
+
 def full_designs(cfg: Any, designs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The designs with every knob the study leaves at its default filled in (a key such as
     core_side then reads its value, not None), as architectures (``dse.spec.architecture_view``:

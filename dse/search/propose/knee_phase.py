@@ -189,10 +189,12 @@ def signature(cfg: Any, trials: Sequence) -> list[list[Any]]:
     each entry ``[architecture key values, score, margin]``."""
     from dse.search.front import knee as kn
     from dse.search.propose import guided, knee_moves
-    F, _, designs = knee_moves.front_of(cfg, guided.Evaluated(cfg, trials))
+    ev = guided.Evaluated(cfg, trials)
+    F, _, designs = knee_moves.front_of(cfg, ev)
     if not len(F):
         return []
-    kc = kn.knee_candidates(F, knee_moves.full_designs(cfg, designs), cfg.knee.keys)
+    kc = kn.knee_candidates(F, knee_moves.full_designs(cfg, designs), cfg.knee.keys,
+                            rivals=knee_moves.rivals_of(cfg, ev))
     return [[list(c.group), round(c.score, 6), None if c.margin is None else round(c.margin, 6)]
             for c in kc.candidates[:cfg.knee.candidates]]
 
@@ -206,7 +208,8 @@ def candidates_attr(cfg: Any, trials: Sequence) -> dict[str, Any]:
     F, params, designs = knee_moves.front_of(cfg, ev)
     if not len(F):
         return {"candidates": [], "ambiguous": False}
-    kc = kn.knee_candidates(F, knee_moves.full_designs(cfg, designs), cfg.knee.keys)
+    kc = kn.knee_candidates(F, knee_moves.full_designs(cfg, designs), cfg.knee.keys,
+                            rivals=knee_moves.rivals_of(cfg, ev))
     number = {guided.param_key(t.params): t.number for t in reversed(trials)}   # first trial of a design
     names = [o.name for o in cfg.objectives.objectives]
     out = [{"rank": i, "trial": number.get(guided.param_key(params[c.index])),
@@ -214,7 +217,13 @@ def candidates_attr(cfg: Any, trials: Sequence) -> dict[str, Any]:
             "objectives": dict(zip(names, [float(v) for v in pareto_values(cfg, F[c.index])])),
             "score": round(c.score, 6), "margin": None if c.margin is None else round(c.margin, 6)}
            for i, c in enumerate(kc.candidates[:cfg.knee.candidates], 1)]
-    return {"candidates": out, "ambiguous": kc.ambiguous, "threshold": kc.threshold}
+    rival = None
+    if kc.rival is not None:          # its row: the front's, then the feasible designs'
+        i = kc.rival.row
+        p = params[i] if i < len(F) else ev.params[int(np.flatnonzero(ev.feasible)[i - len(F)])]
+        kc.rival.trial = number.get(guided.param_key(p))
+        rival = kc.rival.to_json(kc.keys)
+    return {"candidates": out, "ambiguous": kc.ambiguous, "threshold": kc.threshold, "rival": rival}
 
 
 def pareto_values(cfg: Any, row: np.ndarray) -> list[float]:

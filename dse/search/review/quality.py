@@ -87,8 +87,14 @@ def knee_candidates(res, recs=None):
     candidates), grouped by ``knee_keys``; see ``dse.search.front.knee``."""
     from dse.search.front.knee import knee_candidates as kc
     from dse.search.propose.knee_moves import full_designs
-    fr = res.front() if recs is None else front_of(res, recs)
-    return fr, kc(res.F(fr), full_designs(res.cfg, [r.design for r in fr]), knee_keys(res))
+    recs = res.candidates() if recs is None else recs
+    fr = front_of(res, recs)
+    rivals = (res.F(recs), full_designs(res.cfg, [r.design for r in recs])) if recs else None
+    out = kc(res.F(fr), full_designs(res.cfg, [r.design for r in fr]), knee_keys(res), rivals=rivals)
+    if out.rival is not None:           # its row: the front's, then the rivals'
+        i = out.rival.row
+        out.rival.trial = (fr[i] if i < len(fr) else recs[i - len(fr)]).number
+    return fr, out
 
 
 def candidates_json(res, fr, kc, n: int = 3) -> dict[str, Any]:
@@ -102,7 +108,8 @@ def candidates_json(res, fr, kc, n: int = 3) -> dict[str, Any]:
                      "margin": c.margin, "designs": len(c.members),
                      "equivalent": [dict(zip(kc.keys, g)) for g in c.equivalent]})
     return {"ambiguous": kc.ambiguous, "threshold": kc.threshold, "keys": list(kc.keys),
-            "count": len(kc.candidates), "candidates": rows, "architectures": architectures(res, kc, n)}
+            "count": len(kc.candidates), "candidates": rows, "architectures": architectures(res, kc, n),
+            "rival": None if kc.rival is None else kc.rival.to_json(kc.keys)}
 
 
 def architectures(res, kc, n: int = 3) -> list[dict[str, Any]]:
@@ -166,7 +173,12 @@ def verdict(kc) -> str:
     if kc.margin is None:
         return "one architecture on the front: the knee is not contested"
     word = "ambiguous" if kc.ambiguous else "clear"
-    return (f"knee choice {word}: the top candidate leads by {kc.margin:.3f} "
+    over = ""
+    if kc.rival is not None:
+        arch = ", ".join(f"{k}={v}" for k, v in zip(kc.keys, kc.rival.group))
+        trial = "" if kc.rival.trial is None else f"trial {kc.rival.trial}, "
+        over = f" over the best design of another architecture, not a knee candidate ({trial}{arch})"
+    return (f"knee choice {word}: the top candidate leads by {kc.margin:.3f}{over} "
             f"({'below' if kc.ambiguous else 'at least'} the {kc.threshold:g} threshold)")
 
 

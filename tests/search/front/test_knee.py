@@ -177,3 +177,58 @@ def test_an_estimate_of_the_wrong_sign_stays_finite_and_ordered():
     G = np.column_stack([F[:, 0], -F[:, 1]])
     v = knee.knee_candidates(G).scale.utility(np.array([[1.0, 1.0], [1.0, -1e-3], [1.0, -1.0]]))
     assert np.isfinite(v).all() and v[0] <= v[1] < v[2]
+
+
+def test_a_design_of_another_architecture_next_to_the_top_sets_its_margin():
+    """A front row beside the top candidate (so no local maximum, no candidate) of another
+    architecture, with a utility just below the top's: the choice between the two architectures
+    is ambiguous, whatever the next bulge's margin."""
+    F = two_bulges()
+    designs = arch(F)
+    ref = knee.knee_candidates(F, designs, ["side"])
+    assert ref.rival is None and not ref.ambiguous
+    designs[13] = {"side": "c", "other": 13}
+    kc = knee.knee_candidates(F, designs, ["side"])
+    assert [c.group for c in kc.candidates] == [("a",), ("b",)]        # the candidates are unchanged
+    assert kc.rival is not None and kc.rival.group == ("c",) and kc.rival.row == 13
+    assert kc.margin == pytest.approx(kc.utility[12] - kc.utility[13])
+    assert kc.margin < ref.margin and kc.ambiguous
+    assert kc.candidates[1].margin == ref.candidates[1].margin        # only the top's margin changes
+
+
+def test_a_dominated_rival_design_sets_the_top_margin_and_far_ones_do_not():
+    F = two_bulges()
+    ref = knee.knee_candidates(F, arch(F), ["side"])
+    near = F[12] + 0.002                                                 # just behind the top knee
+    kc = knee.knee_candidates(F, arch(F), ["side"], rivals=(near[None, :], [{"side": "c"}]))
+    assert kc.rival.group == ("c",) and kc.rival.row == len(F)
+    assert kc.margin == pytest.approx(kc.candidates[0].score - kc.scale.utility(near[None, :])[0])
+    assert 0 < kc.margin < knee.AMBIGUOUS_MARGIN and kc.ambiguous
+    assert kc.top == ref.top
+    # the top's own architecture is no rival; a design far behind it does not lower the margin
+    own = knee.knee_candidates(F, arch(F), ["side"], rivals=(near[None, :], [{"side": "a"}]))
+    far = knee.knee_candidates(F, arch(F), ["side"], rivals=(F[12][None, :] + 1.0, [{"side": "c"}]))
+    for other in (own, far):
+        assert other.rival is None and other.margin == pytest.approx(ref.margin)
+
+
+def test_an_end_of_the_front_is_no_rival():
+    """A rival as good as the front's best in one objective is an end, not a compromise: it
+    cannot make the knee ambiguous (as it cannot become the knee)."""
+    F = positive_two_bulges()
+    ref = knee.knee_candidates(F, ARCH, ["side"])
+    end = np.array([[F[:, 0].min(), F[12, 1] * 1.001]])
+    kc = knee.knee_candidates(F, ARCH, ["side"], rivals=(end, [{"side": "c"}]))
+    assert kc.rival is None and kc.margin == pytest.approx(ref.margin)
+
+
+def test_a_rival_worse_in_an_objective_constant_on_the_front_does_not_count():
+    """A one-design front drops every objective from its scale (each is constant on it): a
+    design it dominates is worse in an objective the utility cannot see, so it is no rival
+    and the sole knee stays uncontested; one equal in those objectives still is a rival."""
+    F = np.array([[1.0, 2.0]])
+    dominated = np.array([[1.0, 2.5]])
+    kc = knee.knee_candidates(F, [{"side": "a"}], ["side"], rivals=(dominated, [{"side": "b"}]))
+    assert kc.rival is None and kc.margin is None and not kc.ambiguous
+    tie = knee.knee_candidates(F, [{"side": "a"}], ["side"], rivals=(F.copy(), [{"side": "b"}]))
+    assert tie.rival is not None and tie.rival.group == ("b",) and tie.margin == 0.0 and tie.ambiguous

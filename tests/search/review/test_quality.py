@@ -150,3 +150,25 @@ def test_an_exhausted_grid_is_settled_when_its_knee_is_clear(tmp_path):
     got = quality.knee_settledness(res)
     assert got["settled"] is (not quality.knee_candidates(res)[1].ambiguous)
     assert "every grid point" in got["reason"] or "ambiguous" in got["reason"]
+
+
+def test_a_dominated_design_of_another_architecture_just_behind_the_knee_makes_it_ambiguous(tmp_path):
+    """The top margin is measured against every evaluated design of another architecture, not
+    only the other bulges of the front: one just behind the knee (dominated, so on no front)
+    makes the choice ambiguous, and the verdict, the JSON and settledness name it."""
+    res = fake_study(tmp_path, grid=False)
+    front = [(1, 0.0, 0.0), (2, 0.5, 2.0), (3, 1.0, 2.3), (4, 2.0, 2.5)]     # a clear bulge at side 2
+    filler = [(5, 9.0, -1.0 - i) for i in range(12)]
+    clear = quality.knee_candidates(_records(res, front + filler))[1]
+    assert clear.rival is None and not clear.ambiguous
+    behind = (6, 0.5005, 1.999)                                                # side 6, a hair behind side 2
+    got = _records(res, front + filler[:11] + [behind])
+    fr, kc = quality.knee_candidates(got)
+    assert [r.number for r in fr] == [r.number for r in quality.knee_candidates(_records(res, front + filler))[0]]
+    assert kc.candidates[0].group == clear.candidates[0].group and kc.ambiguous
+    assert kc.rival.group[0] == 6 and kc.rival.trial == 15
+    assert 0 < kc.margin < clear.margin
+    text = quality.verdict(kc)
+    assert "ambiguous" in text and "trial 15" in text and "core_side=6" in text
+    assert quality.candidates_json(got, fr, kc)["rival"]["trial"] == 15
+    assert "ambiguous" in quality.knee_settledness(got)["reason"]
