@@ -11,8 +11,9 @@ Warm state: each scheduling domain's unit layout is built once per study into th
 of ``dse.mapping.warm_cache`` and memory-mapped by every worker; a domain's designs go first to
 the worker that took its first one (``DaskPool.owner``, a loose restriction that dask's work
 stealing may override), so each worker warms its own domains' per-process caches only. A local
-cluster's workers inherit the driver's environment; with ``--scheduler``, the driver's ``DSE_WARM_CACHE_DIR`` (a path every
-host mounts), ``DSE_WARM_CACHE_MB`` and ``DSE_WARM_BUILD_LOG`` are set in every worker by a plugin.
+cluster's workers inherit the driver's environment; with ``--scheduler``, the driver's
+``DSE_WARM_CACHE_DIR`` (a path every host mounts), ``DSE_WARM_CACHE_MB`` and
+``DSE_WARM_BUILD_LOG`` are set in every worker by a plugin.
 
 Without an address a local cluster (a scheduler and ``workers`` worker processes, one thread
 each) starts with the run and stops with it. With an address the client joins that scheduler;
