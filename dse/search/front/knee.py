@@ -231,13 +231,19 @@ def local_maxima(N: np.ndarray, u: np.ndarray, radius: float = RADIUS) -> np.nda
     return np.flatnonzero(u >= u.max() - TOL)         # no bulge anywhere (a flat front): its best points
 
 
+def ends(rows: np.ndarray, N: np.ndarray) -> np.ndarray:
+    """Which ``rows`` (coordinates) are as good as the front ``N``'s best in some objective: its
+    ends, not compromises (module docstring)."""
+    return (rows <= N.min(axis=0) + TOL).any(axis=1)
+
+
 def interior(rows: np.ndarray, N: np.ndarray) -> np.ndarray:
     """``rows`` without the front's extremes (a row with the best value of some objective), unless
     that leaves none: an extreme is an end of the front, not a compromise (module docstring).
     With fewer than two objectives varying on the front there is nothing to compromise on."""
     if N.shape[1] < 2 or len(rows) == 0:
         return rows
-    extreme = (N <= N.min(axis=0) + TOL).any(axis=1)
+    extreme = ends(N, N)
     inner = rows[~extreme[rows]]
     return inner if len(inner) else rows
 
@@ -311,7 +317,7 @@ def _rival(top: Candidate, F: np.ndarray, N: np.ndarray, u: np.ndarray, groups: 
         ref = F[0, const]
         worse.append((Fr[:, const] > ref + 1e-9 * np.maximum(np.abs(ref), 1.0)).any(axis=1))
     Na, ua, bad = np.vstack(Ns), np.concatenate(us), np.concatenate(worse)
-    end = (Na <= N.min(axis=0) + TOL).any(axis=1) if N.shape[1] >= 2 else np.zeros(len(Na), dtype=bool)
+    end = ends(Na, N) if N.shape[1] >= 2 else np.zeros(len(Na), dtype=bool)
     other = np.array([not top.names(g) for g in gs]) & ~end & ~bad
     if not other.any():
         return None
