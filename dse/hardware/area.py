@@ -4,13 +4,21 @@
 * PE + scheduler: per active unit; ``C.pe_fixed_area_fraction`` of it is width-independent
   (scheduler, FIFO, partial-sum buffer, MXFP8 repack), the rest scales with the tile width
   (82 mm2 per die at w = 4).
+* Clock: the PE area grows by the registers of the extra pipeline stages a clock above the one
+  reached at the node's highest supply needs (``dse.hardware.clock.area_factor``; 1 at 400 MHz).
+* Read periphery: each macro output bit beyond (or short of) the published unit's 2048 adds (or
+  frees) a sense amplifier and column-mux slice (``C.sense_amp_um2_per_bit``; the study's ReRAM
+  area counts bit cells only, so the published unit's periphery is in no separate term).
+* Fetch queue: load-aware fetch stages, per core, the activations of the jobs it may pull from
+  ``fetch_queue_depth`` queued steps (Q x w x d FP8 bytes) in SRAM (``C.sram_mm2_per_mib``).
 * Network and IO: see `dse.hardware.network` (core mesh, Die NoC, D2D + IO).
 The die budget is die_width_mm x die_height_mm (400 mm2); over budget is infeasible.
 """
 from __future__ import annotations
 
 from dse.constants import C
-from dse.units import BITS_PER_BYTE, MM2_PER_UM2
+from dse.hardware import clock
+from dse.units import BITS_PER_BYTE, MIB, MM2_PER_UM2
 
 
 # Relative tolerance of "over the area budget" (rounding of an exactly-full die is not a violation).
@@ -30,6 +38,18 @@ def reram_area_mm2(capacity_bytes: float) -> float:
     return capacity_bytes * BITS_PER_BYTE * C.bitcell_um2 * MM2_PER_UM2 / C.reram_array_efficiency
 
 
-def pe_area_mm2(active_units: int, tile_width: int) -> float:
+def pe_area_mm2(active_units: int, tile_width: int, pe_mhz: float | None = None):
+    """PE + scheduler area of a die (82 mm2 at w = 4, 400 MHz, 320 units)."""
     per_unit = C.pe_area_mm2_per_unit_w4 * (C.pe_fixed_area_fraction + (1 - C.pe_fixed_area_fraction) * tile_width / 4)
-    return active_units * per_unit
+    f = C.ref_pe_mhz if pe_mhz is None else pe_mhz
+    return active_units * per_unit * clock.area_factor(f, C.ref_pe_mhz)
+
+
+def read_periphery_mm2(active_units: int, n_macros: int, macro_width_bits: int):
+    """Sense-amplifier area beyond the published unit's (negative for a narrower frame)."""
+    return active_units * (n_macros * macro_width_bits - C.ref_unit_output_bits) * C.sense_amp_um2_per_bit * MM2_PER_UM2
+
+
+def fetch_buffer_mm2(cores: int, queue_depth: int, tile_width: int, hidden: int):
+    """SRAM of load-aware fetch's staging buffers: per core, Q jobs of w d-wide FP8 activations."""
+    return cores * queue_depth * tile_width * hidden * C.act_bytes_per_element / MIB * C.sram_mm2_per_mib

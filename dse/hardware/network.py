@@ -20,12 +20,19 @@ the unit pitch.
 
 Power = static (clock + leakage, ``C.noc_static_w_per_mm2`` x area) + dynamic (bit-hops per
 second x ``C.noc_pj_per_bit_hop``): it follows the traffic the communication model computes.
-D2D / IO: UCIe PHY area from the provisioned bandwidth at ``C.ucie_gbps_per_mm2`` and power at
-``C.ucie_pj_per_bit`` with the lanes running at the provisioned rate.
+The network clock ``noc_ghz`` is priced by ``dse.hardware.clock``: router area grows by the
+registers of extra pipeline stages above the clock reached at the highest supply, the energy per
+bit-hop with V^2, the static power's clock share (``C.noc_static_clock_share``) with C V^2 f and
+its leakage share with the supply (every factor 1 at the published 1 GHz).
+D2D / IO: the in-package D2D links are UCIe PHYs, area from the provisioned bandwidth at
+``C.ucie_gbps_per_mm2`` and power at ``C.ucie_pj_per_bit`` with the lanes running at the
+provisioned rate. The node links leave the package, beyond UCIe's reach, on board-reach SerDes
+(``C.serdes_gbps_per_mm2``, ``C.serdes_pj_per_bit``).
 """
 from __future__ import annotations
 
 from dse.constants import C
+from dse.hardware import clock
 from dse.units import BITS_PER_BYTE, BITS_PER_GB, J_PER_PJ, MM2_PER_UM2, S_PER_US
 
 # Provision guard: a level with no provision is judged against this (no division by zero).
@@ -37,11 +44,12 @@ PROVISION_TOLERANCE = 1e-9
 MESH_RADIX = 5
 
 
-def router_area_mm2(radix: int, width_bits: int) -> float:
-    """One router: (buffers + crossbar) x overhead (0.11 mm2 at radix 5, 512 b)."""
+def router_area_mm2(radix: int, width_bits: int, noc_ghz: float | None = None):
+    """One router: (buffers + crossbar) x overhead (0.11 mm2 at radix 5, 512 b, 1 GHz)."""
     buffers_um2 = radix * C.noc_buffer_flits * width_bits * C.noc_ff_um2
     xbar_um2 = (radix * width_bits * C.noc_wire_pitch_um) ** 2
-    return C.noc_router_overhead * (buffers_um2 + xbar_um2) * MM2_PER_UM2
+    f = C.ref_noc_ghz if noc_ghz is None else noc_ghz
+    return C.noc_router_overhead * (buffers_um2 + xbar_um2) * MM2_PER_UM2 * clock.area_factor(f, C.ref_noc_ghz)
 
 
 def link_area_mm2(width_bits: int, length_mm: float) -> float:
@@ -60,7 +68,7 @@ def unit_pitch_mm(die_units_x: int, die_units_y: int) -> tuple[float, float]:
 
 
 def core_mesh_area_mm2(shapes: list[tuple[int, int, int, int]], width_bits: int,
-                       pitch_x_mm: float, pitch_y_mm: float) -> float:
+                       pitch_x_mm: float, pitch_y_mm: float, noc_ghz: float | None = None) -> float:
     """All core meshes of a die: a router per unit and unit-pitch links inside each core (a
     single-unit core has no mesh: its unit sits on the Die-NoC router's local port)."""
     routers = sum(w * h for _, _, w, h in shapes if w * h > 1)
@@ -68,20 +76,21 @@ def core_mesh_area_mm2(shapes: list[tuple[int, int, int, int]], width_bits: int,
     for _, _, w, h in shapes:
         hx, vy = mesh_links(w, h)
         wires_mm += 2 * (hx * pitch_x_mm + vy * pitch_y_mm)
-    return routers * router_area_mm2(MESH_RADIX, width_bits) + link_area_mm2(width_bits, wires_mm)
+    return routers * router_area_mm2(MESH_RADIX, width_bits, noc_ghz) + link_area_mm2(width_bits, wires_mm)
 
 
 def die_noc_area_mm2(grid_x: int, grid_y: int, width_bits: int, core_pitch_x_mm: float,
-                     core_pitch_y_mm: float) -> float:
+                     core_pitch_y_mm: float, noc_ghz: float | None = None) -> float:
     """The Die NoC: a router per core and core-pitch links on the grid_x x grid_y core grid."""
     hx, vy = mesh_links(grid_x, grid_y)
     wires_mm = 2 * (hx * core_pitch_x_mm + vy * core_pitch_y_mm)
-    return grid_x * grid_y * router_area_mm2(MESH_RADIX, width_bits) + link_area_mm2(width_bits, wires_mm)
+    return grid_x * grid_y * router_area_mm2(MESH_RADIX, width_bits, noc_ghz) + link_area_mm2(width_bits, wires_mm)
 
 
-def d2d_io_area_mm2(d2d_gbps: float, node_gbps: float) -> float:
-    """UCIe PHY area for the provisioned D2D + node-link bandwidth per die."""
-    return (d2d_gbps + node_gbps) / C.ucie_gbps_per_mm2
+def d2d_io_area_mm2(d2d_gbps: float, node_gbps: float):
+    """PHY area per die: UCIe for the in-package D2D links, SerDes for the node links (1.45 + 2.13
+    mm2 published)."""
+    return d2d_gbps / C.ucie_gbps_per_mm2 + node_gbps / C.serdes_gbps_per_mm2
 
 
 def link_load(demand_gbps: float, provision_gbps: float) -> float:
@@ -100,14 +109,21 @@ def unit_io_bit_hops_per_s(active_units: int, unit_io_gbps: float, core_side: in
     return active_units * unit_io_gbps * BITS_PER_GB * max(0, core_side - 1)
 
 
-def fabric_power_w(area_mm2: float, bit_hops_per_s: float) -> float:
-    """Static (clock + leakage) power of the fabric's silicon plus its dynamic switching power."""
-    return area_mm2 * C.noc_static_w_per_mm2 + bit_hops_per_s * C.noc_pj_per_bit_hop * J_PER_PJ
+def fabric_power_w(area_mm2: float, bit_hops_per_s: float, noc_ghz: float | None = None):
+    """Static (clock + leakage) power of the fabric's silicon plus its dynamic switching power, at
+    the network clock's supply (``dse.hardware.clock``)."""
+    f = C.ref_noc_ghz if noc_ghz is None else noc_ghz
+    share = C.noc_static_clock_share
+    static = (share * clock.clocked_power_factor(f, C.ref_noc_ghz)
+              + (1 - share) * clock.leakage_factor(f, C.ref_noc_ghz))
+    return (area_mm2 * C.noc_static_w_per_mm2 * static
+            + bit_hops_per_s * C.noc_pj_per_bit_hop * clock.dynamic_energy_factor(f, C.ref_noc_ghz) * J_PER_PJ)
 
 
-def d2d_io_power_w(d2d_gbps: float, node_gbps: float) -> float:
-    """UCIe PHY power with the lanes running at the provisioned rate (pJ/b x b/s)."""
-    return (d2d_gbps + node_gbps) * BITS_PER_GB * C.ucie_pj_per_bit * J_PER_PJ
+def d2d_io_power_w(d2d_gbps: float, node_gbps: float):
+    """PHY power with the lanes running at the provisioned rate: UCIe for D2D, SerDes for the
+    node links (pJ/b x b/s; 0.38 + 1.09 W published)."""
+    return (d2d_gbps * C.ucie_pj_per_bit + node_gbps * C.serdes_pj_per_bit) * BITS_PER_GB * J_PER_PJ
 
 
 def core_mesh_bit_hops_per_s(stream_bit_hops: float, unit_io_bit_hops: float) -> float:

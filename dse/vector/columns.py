@@ -17,9 +17,10 @@ from dse.errors import ConfigError
 from dse.spec import DesignPoint, default_pe_groups
 from dse.spec.params import BY_NAME, PARAMS
 
-# Knobs the closed-form model never reads (placement, scheduling, the trace itself).
+# Knobs the closed-form model never reads (placement, scheduling, the trace itself); ``fetch`` and
+# ``fetch_queue_depth`` are kept: load-aware fetch's staging buffers are die area.
 TRACE_KNOBS = ("trace", "trace_seed", "trace_steps", "profile_steps", "placement", "layer_layout",
-               "pooling", "fetch", "fetch_queue_depth")
+               "pooling")
 KNOBS = tuple(p.name for p in PARAMS if p.name not in TRACE_KNOBS)
 
 

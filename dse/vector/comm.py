@@ -147,15 +147,15 @@ def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
 
 
 @memo
-def _core_mesh_mm2(side: int, ux: int, uy: int, remainder: str, bits: int) -> float:
+def _core_mesh_mm2(side: int, ux: int, uy: int, remainder: str, bits: int, ghz: float) -> float:
     px, py = network.unit_pitch_mm(ux, uy)
-    return network.core_mesh_area_mm2(die.core_shapes(side, ux, uy, remainder), bits, px, py)
+    return network.core_mesh_area_mm2(die.core_shapes(side, ux, uy, remainder), bits, px, py, ghz)
 
 
 @memo
-def _die_noc_mm2(gx: int, gy: int, bits: int, side: int, ux: int, uy: int) -> float:
+def _die_noc_mm2(gx: int, gy: int, bits: int, side: int, ux: int, uy: int, ghz: float) -> float:
     px, py = network.unit_pitch_mm(ux, uy)
-    return network.die_noc_area_mm2(gx, gy, bits, side * px, side * py)
+    return network.die_noc_area_mm2(gx, gy, bits, side * px, side * py, ghz)
 
 
 def delivered_stage(t: Table, ran: np.ndarray) -> None:
@@ -170,11 +170,16 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
     rem = categories("core_remainder")
     cm_bits, noc_bits = c["core_mesh_link_bits"], c["die_noc_link_bits"]
     gx, gy = x["gx"], x["gy"]
-    core_mesh = per_key(lambda s, a, b, r, bits: _core_mesh_mm2(s, a, b, rem[r], bits), *geometry_keys(c), cm_bits)
-    die_noc = per_key(_die_noc_mm2, gx, gy, noc_bits, side, ux, uy)
+    ghz = c["noc_ghz"]
+    core_mesh = per_key(lambda s, a, b, r, bits, f: _core_mesh_mm2(s, a, b, rem[r], bits, f), *geometry_keys(c),
+                        cm_bits, ghz)
+    die_noc = per_key(_die_noc_mm2, gx, gy, noc_bits, side, ux, uy, ghz)
+    queue = np.where(c.is_("fetch", "load_aware"), c["fetch_queue_depth"], 0)
     parts_mm2 = {
         "reram_area_mm2": area.reram_area_mm2(x["die_cap"]),
-        "pe_area_mm2": area.pe_area_mm2(x["units"], w),
+        "read_periphery_area_mm2": area.read_periphery_mm2(x["units"], c["n_macros"], c["macro_width_bits"]),
+        "pe_area_mm2": area.pe_area_mm2(x["units"], w, c["pe_mhz"]),
+        "fetch_buffer_area_mm2": area.fetch_buffer_mm2(x["n_cores"], queue, w, M.hidden[c["model"]]),
         "core_mesh_area_mm2": core_mesh,
         "die_noc_area_mm2": die_noc,
         "d2d_io_area_mm2": network.d2d_io_area_mm2(c["d2d_gbps_per_die"], c["node_gbps"]),
@@ -185,10 +190,11 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
     unit_hops = apply_grouped(lambda s, n, u: network.unit_io_bit_hops_per_s(n, u, s), [side], [x["units"], x["u_io"]])
     noc_hops = network.link_loads_bit_hops_per_s([x["die_noc_bytes"]], tl)
     parts_w = {
-        "reram_power_w": power.reram_power_w(x["die_bw"], read_activity),
-        "pe_power_w": power.pe_power_w(x["die_fl"], mfu),
-        "core_mesh_power_w": network.fabric_power_w(core_mesh, network.core_mesh_bit_hops_per_s(stream_hops, unit_hops)),
-        "die_noc_power_w": network.fabric_power_w(die_noc, noc_hops),
+        "reram_power_w": power.reram_power_w(x["die_bw"], read_activity, c["macro_mhz"]),
+        "pe_power_w": power.pe_power_w(x["die_fl"], mfu, c["pe_mhz"]),
+        "core_mesh_power_w": network.fabric_power_w(core_mesh, network.core_mesh_bit_hops_per_s(stream_hops, unit_hops),
+                                                    ghz),
+        "die_noc_power_w": network.fabric_power_w(die_noc, noc_hops, ghz),
         "d2d_io_power_w": network.d2d_io_power_w(c["d2d_gbps_per_die"], c["node_gbps"]),
     }
     die_area = sum(parts_mm2.values())
@@ -218,7 +224,8 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
 def cost_stage(c: Columns, M: Models, t: Table, x: dict, rows: np.ndarray) -> None:
     """Stage 60: die / pool cost, dollars per million tokens (ours and the GPU baselines')."""
     die_usd = cost.die_cost_usd(C.die_width_mm, C.die_height_mm)
-    pool_usd = per_key(lambda n, p: cost.pool_cost_usd(n, die_usd, p), x["dies"], c["dies_per_package"])
+    pool_usd = per_key(lambda n, p, q: cost.pool_cost_usd(n, die_usd, p, q, C.die_width_mm, C.die_height_mm),
+                       x["dies"], c["dies_per_package"], c["packages_per_node"])
     t_tok, pool_w = x["t_ffn"], x["pool_w"]
     t.put("dies_per_wafer", cost.gross_dies_per_wafer(C.die_width_mm, C.die_height_mm), rows)
     t.put("die_yield", cost.murphy_yield(C.die_width_mm * C.die_height_mm, C.defect_density_per_cm2), rows)
@@ -234,5 +241,6 @@ def cost_stage(c: Columns, M: Models, t: Table, x: dict, rows: np.ndarray) -> No
             t.put_none(f"{key}_usd_per_mtok", rows)
             continue
         g = get_gpu(key)
-        t.put(f"{key}_pool_cost_usd", n * price, rows)
-        t.put(f"{key}_usd_per_mtok", cost.usd_per_mtok(n * price, n * g.board_power_w, t_g), rows)
+        g_usd = cost.gpu_pool_cost_usd(n, price)
+        t.put(f"{key}_pool_cost_usd", g_usd, rows)
+        t.put(f"{key}_usd_per_mtok", cost.usd_per_mtok(g_usd, n * g.board_power_w, t_g), rows)

@@ -39,7 +39,7 @@ def test_table_xii_network_silicon():
     check("area_power", "die_noc_area_mm2", m["die_noc_area_mm2"])          # prediction
     check("area_power", "die_power_w", m["die_power_w"])
     assert m["network_area_mm2"] == pytest.approx(m["core_mesh_area_mm2"] + m["die_noc_area_mm2"])
-    assert m["d2d_io_area_mm2"] == pytest.approx((96 + 34) / C.ucie_gbps_per_mm2)
+    assert m["d2d_io_area_mm2"] == pytest.approx(96 / C.ucie_gbps_per_mm2 + 34 / C.serdes_gbps_per_mm2)
 
 
 def test_network_area_scales_with_side_and_width():

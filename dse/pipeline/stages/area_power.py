@@ -20,11 +20,15 @@ def silicon_mm2(ctx: Context) -> dict[str, float]:
     shapes = die.core_shapes(p.core_side, p.die_units_x, p.die_units_y, p.core_remainder)
     gx, gy = h.core_grid
     px, py = network.unit_pitch_mm(p.die_units_x, p.die_units_y)
+    queue = p.fetch_queue_depth if p.fetch == "load_aware" else 0
     return {
         "reram_area_mm2": area.reram_area_mm2(h.die_capacity_bytes),
-        "pe_area_mm2": area.pe_area_mm2(h.die_active_units, p.tile_width),
-        "core_mesh_area_mm2": network.core_mesh_area_mm2(shapes, p.core_mesh_link_bits, px, py),
-        "die_noc_area_mm2": network.die_noc_area_mm2(gx, gy, p.die_noc_link_bits, p.core_side * px, p.core_side * py),
+        "read_periphery_area_mm2": area.read_periphery_mm2(h.die_active_units, p.n_macros, p.macro_width_bits),
+        "pe_area_mm2": area.pe_area_mm2(h.die_active_units, p.tile_width, p.pe_mhz),
+        "fetch_buffer_area_mm2": area.fetch_buffer_mm2(len(shapes), queue, p.tile_width, ctx.model.hidden),
+        "core_mesh_area_mm2": network.core_mesh_area_mm2(shapes, p.core_mesh_link_bits, px, py, p.noc_ghz),
+        "die_noc_area_mm2": network.die_noc_area_mm2(gx, gy, p.die_noc_link_bits, p.core_side * px, p.core_side * py,
+                                                     p.noc_ghz),
         "d2d_io_area_mm2": network.d2d_io_area_mm2(p.d2d_gbps_per_die, p.node_gbps),
     }
 
@@ -38,11 +42,11 @@ def power_w(ctx: Context, parts_mm2: dict[str, float], mfu: float, read_activity
     unit_hops = network.unit_io_bit_hops_per_s(h.die_active_units, m0["unit_io_gbps"], p.core_side)
     noc_hops = network.link_loads_bit_hops_per_s(list(ctx.die_noc_loads.values()), m0["t_layer_us"])
     return {
-        "reram_power_w": power.reram_power_w(h.die_read_gbps, read_activity),
-        "pe_power_w": power.pe_power_w(h.die_gflops, mfu),
+        "reram_power_w": power.reram_power_w(h.die_read_gbps, read_activity, p.macro_mhz),
+        "pe_power_w": power.pe_power_w(h.die_gflops, mfu, p.pe_mhz),
         "core_mesh_power_w": network.fabric_power_w(parts_mm2["core_mesh_area_mm2"],
-                                                    network.core_mesh_bit_hops_per_s(stream_hops, unit_hops)),
-        "die_noc_power_w": network.fabric_power_w(parts_mm2["die_noc_area_mm2"], noc_hops),
+                                                    network.core_mesh_bit_hops_per_s(stream_hops, unit_hops), p.noc_ghz),
+        "die_noc_power_w": network.fabric_power_w(parts_mm2["die_noc_area_mm2"], noc_hops, p.noc_ghz),
         "d2d_io_power_w": network.d2d_io_power_w(p.d2d_gbps_per_die, p.node_gbps),
     }
 

@@ -19,7 +19,8 @@ GUARANTEED_KEYS = ("die_cost_usd", "pool_cost_usd", "usd_per_mtok", "usd_per_mto
 def run(ctx: Context) -> dict[str, Any]:
     p, m0 = ctx.point, ctx.metrics
     die_usd = cost.die_cost_usd(C.die_width_mm, C.die_height_mm)
-    pool_usd = cost.pool_cost_usd(ctx.dies, die_usd, p.dies_per_package)
+    pool_usd = cost.pool_cost_usd(ctx.dies, die_usd, p.dies_per_package, p.packages_per_node,
+                                  C.die_width_mm, C.die_height_mm)
     t_tok = m0["ffn_latency_us_per_token"]
     out: dict[str, Any] = {
         "dies_per_wafer": cost.gross_dies_per_wafer(C.die_width_mm, C.die_height_mm),
@@ -39,6 +40,6 @@ def run(ctx: Context) -> dict[str, Any]:
         if n is None or t_g is None or price is None:
             out[f"{key}_usd_per_mtok"] = None
             continue
-        out[f"{key}_pool_cost_usd"] = n * price
-        out[f"{key}_usd_per_mtok"] = cost.usd_per_mtok(n * price, n * get_gpu(key).board_power_w, t_g)
+        out[f"{key}_pool_cost_usd"] = cost.gpu_pool_cost_usd(n, price)
+        out[f"{key}_usd_per_mtok"] = cost.usd_per_mtok(out[f"{key}_pool_cost_usd"], n * get_gpu(key).board_power_w, t_g)
     return out

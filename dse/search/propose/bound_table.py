@@ -122,6 +122,9 @@ def bound_columns(knobs: Mapping[str, list], n: int) -> dict[str, Column]:
     return out
 
 
+CLOCK_KNOBS = ("noc_ghz", "pe_mhz", "macro_mhz")
+
+
 def _workload_columns(knobs: Mapping[str, list], n: int) -> dict[str, np.ndarray]:
     """Per row: the window's ideal MFU, U(B), the occupancy bound of its domain, the model's L,
     expert and router bytes (statistics and extents looked up once per distinct value)."""
@@ -150,6 +153,8 @@ def _workload_columns(knobs: Mapping[str, list], n: int) -> dict[str, np.ndarray
         w["occ"][i] = st.occupancy(ext.units, tiles, fetch)
         w["layers"][i], w["expert_bytes"][i], w["router_bytes"][i] = (model.moe_layers, model.expert_bytes,
                                                                       model.router_bytes)
+    for k in CLOCK_KNOBS:                                  # the clocks the power floors price
+        w[k] = np.asarray(knobs[k], dtype=float)
     return w
 
 
@@ -196,14 +201,15 @@ def _mfu_cascade(out: dict[str, Column], col, has, in_row, w: Mapping[str, np.nd
     floor_cols = {k: col(k).tolist() for k in floor}
     active, side = col("die_active_units").tolist(), w["core_side"].tolist()
     for i in np.flatnonzero(die).tolist():                    # scalar: few rows, exact as bound_metrics
-        die_w[i] = bounds.die_power_floor_w({k: v[i] for k, v in floor_cols.items()}, active[i], side[i])
+        die_w[i] = bounds.die_power_floor_w({k: v[i] for k, v in floor_cols.items()}, active[i], side[i],
+                                            float(w["noc_ghz"][i]))
     pool_w = power.pool_power_w(col("dies"), die_w)
     t_pub = out["ffn_latency_us_per_token"][0]
     lower.update(die_power_w=(die_w, die), pool_power_w=(pool_w, die),
                  pool_energy_uj_per_token=(cost.pool_energy_uj_per_token(pool_w, t_pub), die))
     costed = die & has("pool_cost_usd")
     cf = {k: col(k) for k in ("ffn_compute_us_per_token", "dies", "die_gflops", "die_read_gbps")}
-    e_uj = bounds.delivered_energy_floor_uj(cf, pool_w, t_del, ideal)
+    e_uj = bounds.delivered_energy_floor_uj(cf, pool_w, t_del, ideal, w["pe_mhz"], w["macro_mhz"])
     lower.update(usd_per_mtok=(cost.usd_per_mtok(col("pool_cost_usd"), pool_w, t_pub), costed),
                  usd_per_mtok_delivered=(cost.usd_per_mtok(col("pool_cost_usd"), e_uj / t_del, t_del), costed),
                  usd_per_mtok_scheduled=(cost.usd_per_mtok(col("pool_cost_usd"), pool_w, t_sch), costed))

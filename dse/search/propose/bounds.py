@@ -195,25 +195,26 @@ def occupancy_bound(stats: TraceStats, pe_tiles: int, expert_tiles: int, fetch: 
     return min(1.0, stats.total_jobs / (pe_tiles * r)) if r > 0 else 0.0
 
 
-def die_power_floor_w(cf: Mapping[str, Any], active_units: int, core_side: int) -> float:
+def die_power_floor_w(cf: Mapping[str, Any], active_units: int, core_side: int, noc_ghz: float | None = None) -> float:
     """Die power with the PEs, arrays and multicast streams idle: core-mesh static power and
-    unit-port traffic, Die NoC and D2D / IO as computed (lower bound of the traced die power)."""
+    unit-port traffic at the network clock, Die NoC and D2D / IO as computed (lower bound of the
+    traced die power)."""
     unit_hops = network.unit_io_bit_hops_per_s(active_units, cf["unit_io_gbps"], core_side)
-    mesh_w = network.fabric_power_w(cf["core_mesh_area_mm2"], network.core_mesh_bit_hops_per_s(0.0, unit_hops))
+    mesh_w = network.fabric_power_w(cf["core_mesh_area_mm2"], network.core_mesh_bit_hops_per_s(0.0, unit_hops), noc_ghz)
     return (mesh_w + cf["die_noc_power_w"] + cf["d2d_io_power_w"]
             + power.reram_power_w(cf["die_read_gbps"], 0.0) + power.pe_power_w(cf["die_gflops"], 0.0))
 
 
 def delivered_energy_floor_uj(cf: Mapping[str, Any], pool_floor_w: float, t_delivered_us: float,
-                              ideal_mfu: float) -> float:
+                              ideal_mfu: float, pe_mhz=None, macro_mhz=None) -> float:
     """Lower bound of the pool's energy per token at the delivered rate (uJ): the idle-fabric floor
     for the delivered-time bound, plus the PE and ReRAM energy a token needs whatever the schedule.
     PE power scales with effective MFU e and the delivered time is >= t_peak / e (t_peak: FLOPs at
     peak), so PE energy >= PE power at MFU 1 x t_peak; ReRAM power scales with effective occupancy
     a = e / ideal MFU, so ReRAM energy >= ReRAM power at activity 1 x t_peak / ideal MFU."""
     t_peak = cf["ffn_compute_us_per_token"]
-    busy_w = cf["dies"] * (power.pe_power_w(cf["die_gflops"], 1.0)
-                           + power.reram_power_w(cf["die_read_gbps"], 1.0) / ideal_mfu)
+    busy_w = cf["dies"] * (power.pe_power_w(cf["die_gflops"], 1.0, pe_mhz)
+                           + power.reram_power_w(cf["die_read_gbps"], 1.0, macro_mhz) / ideal_mfu)
     return pool_floor_w * t_delivered_us + busy_w * t_peak
 
 
@@ -268,13 +269,13 @@ def bound_metrics(cf: Mapping[str, Any], point, model: MoEModel, stats: TraceSta
              "comm_violation": max([cf[f"{lvl}_load"] for lvl in CLOSED_FORM_LEVELS] + [0.0]) - 1.0,
              "mm2_per_occupancy": cf["network_area_mm2"] * hop / occ}
     if "die_area_mm2" in cf:
-        die_w = die_power_floor_w(cf, cf["die_active_units"], point.core_side)
+        die_w = die_power_floor_w(cf, cf["die_active_units"], point.core_side, point.noc_ghz)
         pool_w = power.pool_power_w(cf["dies"], die_w)
         t_pub = out["ffn_latency_us_per_token"]
         lower.update(die_power_w=die_w, pool_power_w=pool_w,
                      pool_energy_uj_per_token=cost.pool_energy_uj_per_token(pool_w, t_pub))
         if cf.get("pool_cost_usd") is not None:        # the cost stage ran (the design is feasible)
-            e_uj = delivered_energy_floor_uj(cf, pool_w, t_del, ideal)
+            e_uj = delivered_energy_floor_uj(cf, pool_w, t_del, ideal, point.pe_mhz, point.macro_mhz)
             lower.update(usd_per_mtok=cost.usd_per_mtok(cf["pool_cost_usd"], pool_w, t_pub),
                          usd_per_mtok_delivered=cost.usd_per_mtok(cf["pool_cost_usd"], e_uj / t_del, t_del),
                          usd_per_mtok_scheduled=cost.usd_per_mtok(cf["pool_cost_usd"], pool_w, t_sch))

@@ -1,0 +1,118 @@
+"""What a clock costs: the supply voltage a clock needs, and what that voltage and any extra
+pipelining do to energy per operation, leakage and area (12 nm FinFET class).
+
+The relation is the alpha-power law (Sakurai & Newton, IEEE JSSC 25(2), 1990): a logic path's
+delay goes as V / (V - Vt)^alpha, so the clock a block reaches at supply V is
+
+    f(V) / f(V_nom) = [(V - Vt)^alpha / V] / [(V_nom - Vt)^alpha / V_nom].
+
+Each clock domain is anchored at its published clock running at the node's nominal supply
+(``C.vdd_nominal_v``; the paper's 200 MHz macros, 400 MHz PEs and 1 GHz network, so every figure
+of the published operating point is unchanged: every factor below is exactly 1 there).
+
+* A slower clock lowers the supply down to ``C.vdd_min_v`` (retention and sense margins), and no
+  further: below the clock reached at V_min a slower clock saves no energy per operation.
+* A faster clock raises it up to ``C.vdd_max_v`` (the node's overdrive limit); beyond the clock
+  reached there, timing closes only by cutting the logic into more pipeline stages: depth x
+  f / f(V_max), each stage adding its registers (``C.pipeline_register_area_fraction`` of the
+  block's area per stage of the published depth; Hartstein & Puzak, ISCA 2002, the latch
+  overhead of deeper pipelines).
+
+Energy per operation goes as C V^2 (the switched capacitance growing with the added registers);
+leakage power as V x I_off(V), I_off rising by drain-induced barrier lowering
+(10^(DIBL x dV / S), ``C.dibl_v_per_v``, ``C.subthreshold_mv_per_decade``) and with the area.
+All functions take scalars or numpy arrays (the vectorised path calls them on columns).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dse.constants import C
+
+# Bisection of the alpha-power law for V: 60 halvings of [V_min, V_max] reach float precision.
+BISECTION_STEPS = 60
+
+
+def _out(x):
+    """A Python float for a scalar result, the array otherwise."""
+    return float(x) if np.ndim(x) == 0 else x
+
+
+def _speed(v: np.ndarray) -> np.ndarray:
+    """Relative speed (V - Vt)^alpha / V of logic at supply ``v``."""
+    return (v - C.vth_v) ** C.alpha_power / v
+
+
+def clock_ratio_at(v: float | np.ndarray) -> float | np.ndarray:
+    """Clock reached at supply ``v`` over the clock reached at the nominal supply."""
+    r = _speed(np.asarray(v, dtype=float)) / _speed(np.asarray(C.vdd_nominal_v, dtype=float))
+    return float(r) if np.ndim(r) == 0 else r
+
+
+def _solve_v(ratio: np.ndarray) -> np.ndarray:
+    lo = np.full(ratio.shape, float(C.vdd_min_v))
+    hi = np.full(ratio.shape, float(C.vdd_max_v))
+    s0 = _speed(np.asarray(C.vdd_nominal_v, dtype=float))
+    for _ in range(BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        fast = _speed(mid) / s0 >= ratio
+        hi = np.where(fast, mid, hi)
+        lo = np.where(fast, lo, mid)
+    return hi
+
+
+def _per_distinct(fn, *arrays):
+    """``fn`` on the distinct rows of the broadcast arrays only (clocks take a handful of values)."""
+    arrs = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in arrays))
+    if arrs[0].ndim == 0:
+        return float(fn(*(a.reshape(1) for a in arrs))[0])
+    stacked = np.stack([a.ravel() for a in arrs], axis=1)
+    uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
+    out = fn(*(uniq[:, i] for i in range(uniq.shape[1])))
+    return out[inv.ravel()].reshape(arrs[0].shape)
+
+
+def supply_v(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
+    """Supply voltage a block needs at clock ``f``, anchored at ``f_ref`` = V_nom (same units),
+    within [V_min, V_max]."""
+    def solve(f_, r_):
+        ratio = f_ / r_
+        v = _solve_v(ratio)
+        v = np.where(ratio <= clock_ratio_at(C.vdd_min_v), C.vdd_min_v, v)
+        return np.where(np.isclose(ratio, 1.0, rtol=0, atol=1e-12), C.vdd_nominal_v, v)
+    return _per_distinct(solve, f, f_ref)
+
+
+def pipeline_depth_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
+    """Pipeline depth over the published one that clock ``f`` needs (1 up to the clock reached
+    at V_max, then f / f(V_max))."""
+    top = clock_ratio_at(C.vdd_max_v)
+    r = np.maximum(1.0, np.asarray(f, dtype=float) / np.asarray(f_ref, dtype=float) / top)
+    return float(r) if np.ndim(r) == 0 else r
+
+
+def area_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
+    """Area of a clocked block at ``f`` over its area at ``f_ref``: the registers of the extra
+    pipeline stages."""
+    return _out(1.0 + C.pipeline_register_area_fraction * (pipeline_depth_factor(f, f_ref) - 1.0))
+
+
+def dynamic_energy_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
+    """Energy per operation at ``f`` over the published one: (V / V_nom)^2 x switched capacitance."""
+    v = supply_v(f, f_ref)
+    return _out((np.asarray(v) / C.vdd_nominal_v) ** 2 * area_factor(f, f_ref))
+
+
+def leakage_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
+    """Leakage power at ``f`` over the published one: V x I_off(V) (DIBL) x area."""
+    v = np.asarray(supply_v(f, f_ref))
+    dv = v - C.vdd_nominal_v
+    i_off = 10.0 ** (C.dibl_v_per_v * dv / (C.subthreshold_mv_per_decade * 1e-3))
+    out = v / C.vdd_nominal_v * i_off * area_factor(f, f_ref)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def clocked_power_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
+    """Clock-tree power at ``f`` over the published one: C V^2 f (the tree grows with the area)."""
+    out = dynamic_energy_factor(f, f_ref) * np.asarray(f, dtype=float) / np.asarray(f_ref, dtype=float)
+    return float(out) if np.ndim(out) == 0 else out

@@ -1,0 +1,52 @@
+"""The price of a clock (dse/hardware/clock.py): every factor is 1 at the published clocks,
+monotone in the clock, and the alpha-power law is met by the supply it returns."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dse.constants import C
+from dse.hardware import clock
+from tests.reference import metrics
+
+
+@pytest.mark.parametrize("ref", [C.ref_pe_mhz, C.ref_macro_mhz, C.ref_noc_ghz])
+def test_published_clock_costs_nothing_extra(ref):
+    assert clock.supply_v(ref, ref) == C.vdd_nominal_v
+    for fn in (clock.area_factor, clock.dynamic_energy_factor, clock.leakage_factor, clock.clocked_power_factor):
+        assert fn(ref, ref) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_supply_meets_the_alpha_power_law_inside_its_range():
+    for ratio in (0.8, 0.9, 1.1, 1.2):
+        v = clock.supply_v(400 * ratio, 400)
+        assert C.vdd_min_v < v < C.vdd_max_v
+        assert clock.clock_ratio_at(v) == pytest.approx(ratio, rel=1e-9)
+
+
+def test_supply_clamps_and_deeper_pipelines_take_over():
+    assert clock.supply_v(100, 400) == C.vdd_min_v          # far below: no saving under V_min
+    top = clock.clock_ratio_at(C.vdd_max_v)
+    assert clock.supply_v(400 * 2, 400) == pytest.approx(C.vdd_max_v)
+    assert clock.pipeline_depth_factor(800, 400) == pytest.approx(2 / top)
+    assert clock.area_factor(800, 400) == pytest.approx(1 + C.pipeline_register_area_fraction * (2 / top - 1))
+    assert clock.pipeline_depth_factor(400 * top * 0.99, 400) == 1.0
+
+
+def test_factors_rise_with_the_clock_and_match_on_arrays():
+    f = np.array([200.0, 300, 400, 500, 600, 700, 800])
+    for fn in (clock.dynamic_energy_factor, clock.leakage_factor, clock.area_factor, clock.clocked_power_factor):
+        arr = fn(f, 400.0)
+        assert np.all(np.diff(arr) >= 0), fn.__name__
+        assert [fn(float(x), 400.0) for x in f] == pytest.approx(list(arr))
+    assert clock.dynamic_energy_factor(800, 400) > 1.5          # doubling the PE clock is not free
+
+
+def test_pe_clock_is_priced_in_area_and_energy():
+    base, fast = metrics(), metrics(pe_mhz=800)
+    assert fast["pe_area_mm2"] == pytest.approx(base["pe_area_mm2"] * clock.area_factor(800, 400))
+    # same delivered-FLOP activity at the reference operating point: power = pJ/FLOP x FLOP/s
+    assert fast["pe_power_w"] == pytest.approx(2 * base["pe_power_w"] * clock.dynamic_energy_factor(800, 400))
+    slow = metrics(macro_mhz=100)
+    assert slow["reram_power_w"] == pytest.approx(base["reram_power_w"] / 2
+                                                  * clock.dynamic_energy_factor(100, 200))
