@@ -13,10 +13,12 @@ of the published operating point is unchanged: every factor below is exactly 1 t
 * A slower clock lowers the supply down to ``C.vdd_min_v`` (retention and sense margins), and no
   further: below the clock reached at V_min a slower clock saves no energy per operation.
 * A faster clock raises it up to ``C.vdd_max_v`` (the node's overdrive limit); beyond the clock
-  reached there, timing closes only by cutting the logic into more pipeline stages: depth x
-  f / f(V_max), each stage adding its registers (``C.pipeline_register_area_fraction`` of the
-  block's area per stage of the published depth; Hartstein & Puzak, ISCA 2002, the latch
-  overhead of deeper pipelines).
+  reached there, timing closes only by cutting the logic into more pipeline stages. A cycle is
+  the logic of a stage plus the latch overhead (Hartstein & Puzak, ISCA 2002: t = t_logic / n +
+  t_o, t_o a fraction ``C.latch_overhead_fraction`` of the cycle at f(V_max)), so the depth
+  needed grows as (1 - h) / (f(V_max) / f - h) and no depth reaches f(V_max) / h; each stage
+  adds its registers (``C.pipeline_register_area_fraction`` of the block's area at the
+  published depth).
 
 Energy per operation goes as C V^2 (the switched capacitance growing with the added registers);
 leakage power as V x I_off(V), I_off rising by drain-induced barrier lowering
@@ -84,11 +86,14 @@ def supply_v(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.nda
 
 
 def pipeline_depth_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
-    """Pipeline depth over the published one that clock ``f`` needs (1 up to the clock reached
-    at V_max, then f / f(V_max))."""
-    top = clock_ratio_at(C.vdd_max_v)
-    r = np.maximum(1.0, np.asarray(f, dtype=float) / np.asarray(f_ref, dtype=float) / top)
-    return float(r) if np.ndim(r) == 0 else r
+    """Pipeline depth over the published one that clock ``f`` needs: 1 up to the clock reached
+    at V_max, then (1 - h) / (f(V_max) / f - h); infinite at and above f(V_max) / h (no
+    pipeline reaches it)."""
+    h = C.latch_overhead_fraction
+    over = np.asarray(f, dtype=float) / np.asarray(f_ref, dtype=float) / clock_ratio_at(C.vdd_max_v)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = np.where(1.0 / over > h, (1.0 - h) / (1.0 / over - h), np.inf)
+    return _out(np.where(over <= 1.0, 1.0, need))
 
 
 def area_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:

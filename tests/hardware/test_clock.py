@@ -28,9 +28,12 @@ def test_supply_clamps_and_deeper_pipelines_take_over():
     assert clock.supply_v(100, 400) == C.vdd_min_v          # far below: no saving under V_min
     top = clock.clock_ratio_at(C.vdd_max_v)
     assert clock.supply_v(400 * 2, 400) == pytest.approx(C.vdd_max_v)
-    assert clock.pipeline_depth_factor(800, 400) == pytest.approx(2 / top)
-    assert clock.area_factor(800, 400) == pytest.approx(1 + C.pipeline_register_area_fraction * (2 / top - 1))
+    h = C.latch_overhead_fraction
+    depth = (1 - h) / (top / 2 - h)                         # t = t_logic / n + t_o at twice the clock
+    assert clock.pipeline_depth_factor(800, 400) == pytest.approx(depth)
+    assert clock.area_factor(800, 400) == pytest.approx(1 + C.pipeline_register_area_fraction * (depth - 1))
     assert clock.pipeline_depth_factor(400 * top * 0.99, 400) == 1.0
+    assert clock.pipeline_depth_factor(400 * top / h * 1.01, 400) == float("inf")     # no depth reaches it
 
 
 def test_factors_rise_with_the_clock_and_match_on_arrays():
