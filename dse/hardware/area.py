@@ -7,8 +7,9 @@
 * Clock: the PE area grows by the registers of the extra pipeline stages a clock above the one
   reached at the node's highest supply needs (``dse.hardware.clock.area_factor``; 1 at 400 MHz).
 * Read periphery: each macro output bit beyond (or short of) the published unit's 2048 adds (or
-  frees) a sense amplifier and column-mux slice (``C.sense_amp_um2_per_bit``; the study's ReRAM
-  area counts bit cells only, so the published unit's periphery is in no separate term).
+  frees) a sense amplifier and column-mux slice (``C.sense_amp_um2_per_bit``), each macro beyond
+  (or short of) its 16 a decoder / driver / control block (``C.macro_fixed_um2``); the study's
+  ReRAM area counts bit cells only, so the published unit's periphery is in no separate term.
 * Fetch queue: load-aware fetch stages, per core, the activations of the jobs it may pull from
   ``fetch_queue_depth`` queued steps (Q x w x d FP8 bytes) in SRAM (``C.sram_mm2_per_mib``).
 * Network and IO: see `dse.hardware.network` (core mesh, Die NoC, D2D + IO).
@@ -46,8 +47,11 @@ def pe_area_mm2(active_units: int, tile_width: int, pe_mhz: float | None = None)
 
 
 def read_periphery_mm2(active_units: int, n_macros: int, macro_width_bits: int):
-    """Sense-amplifier area beyond the published unit's (negative for a narrower frame)."""
-    return active_units * (n_macros * macro_width_bits - C.ref_unit_output_bits) * C.sense_amp_um2_per_bit * MM2_PER_UM2
+    """Read periphery beyond the published unit's (negative for a narrower frame or fewer macros):
+    a sense amplifier per output bit and a decoder / driver / control block per macro."""
+    bits_um2 = (n_macros * macro_width_bits - C.ref_unit_output_bits) * C.sense_amp_um2_per_bit
+    macros_um2 = (n_macros - C.ref_macros_per_unit) * C.macro_fixed_um2
+    return active_units * (bits_um2 + macros_um2) * MM2_PER_UM2
 
 
 def fetch_buffer_mm2(cores: int, queue_depth: int, tile_width: int, hidden: int):
