@@ -77,6 +77,7 @@ def load(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from dse.search.front.walls import study_walls
     from dse.search.review import quality
     cfg, res, agree = load(args)
     if agree is not None and (args.robust is not None or args.seeds or args.models or args.trace):
@@ -105,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
             "front": [res.to_json(r) for r in front],
             "knee": res.to_json(knee) if knee is not None else None,
             "knee_candidates": quality.candidates_json(res, front, kc, args.candidates),
+            "at_bounds": [w.to_json() for w in study_walls(res, front)],
             **({"runs": agree["runs"], "knee_agreement": {k: v for k, v in agree.items() if k != "origin"},
                 "pooled_trials": {str(r.number): agree["origin"][str(r.number)] for r in front}}
                if agree is not None else {}),
@@ -248,6 +250,7 @@ def _sorted(args, res, recs, value):
 
 
 def _print_text(args, res, headers, rows, front, knee, hv, ref, moved, robust) -> None:
+    from dse.search.front.walls import study_walls
     cfg = res.cfg
     n_feas = sum(r.feasible for r in res.complete)
     print(f"study {cfg.name}: {len(res.complete)} finished trials, {n_feas} feasible, front {len(front)} designs, "
@@ -273,6 +276,8 @@ def _print_text(args, res, headers, rows, front, knee, hv, ref, moved, robust) -
     if knee is not None:
         print(f"* knee: trial {knee.number} (the top knee candidate below: the best local maximum of the "
               f"knee score inside the front; export with `dse export {ref_args} --knee -o design.toml`)")
+    for w in study_walls(res, front):
+        print(f"at a bound: {w.sentence()}")
     if moved is not None and not moved["settled"]:
         print(f"warning: the knee is not settled ({moved['reason']}); run more trials "
               f"(`dse run {ref_args} --trials N`) or pool several seeds (`dse front ... --storage S1 --storage S2`)",

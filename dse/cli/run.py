@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         return 143 if terminated else 130
     release_workers()                 # they exit while the summary is printed
     knee = _knee_summary(cfg, s.results)
+    from dse.search.front.walls import Wall
     if args.json:
         out = {**s.fields(), **knee}
         print(dumps(out))
@@ -95,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"front: {knee['front_size']} designs; knee: trial {knee['knee_trial']} ({params}) -> {objs}")
     else:
         print("front: no feasible design yet")
+    for w in knee.get("at_bounds", []):
+        print(f"at a bound: {Wall(**w).sentence()}")
     if knee.get("knee_settled") is False:     # issue 32: settled = same top candidates, clear margin
         print(f"warning: the knee is not settled ({knee['knee_settled_reason']}); run more trials (--trials N) "
               f"or pool seeds (dse front --storage S1 --storage S2)", file=sys.stderr)
@@ -149,6 +152,7 @@ class BatchLines:
 def _knee_summary(cfg, res=None) -> dict:
     """The front and knee of the study (``res``: its results as the run holds them; None: read
     back from the storage)."""
+    from dse.search.front.walls import study_walls
     from dse.search.review.quality import knee_moved, knee_settledness
     from dse.search.study.results import load_results
     res = res if res is not None else load_results(cfg)
@@ -159,7 +163,8 @@ def _knee_summary(cfg, res=None) -> dict:
     return {"front_size": len(res.front()), "knee_trial": k.number, "knee_params": k.params,
             "knee_objectives": res.objective_values(k),
             "knee_moved": None if moved is None else [moved[0].number, moved[1].number],
-            "knee_settled": settled["settled"], "knee_settled_reason": settled["reason"]}
+            "knee_settled": settled["settled"], "knee_settled_reason": settled["reason"],
+            "at_bounds": [w.to_json() for w in study_walls(res)]}
 
 
 def next_commands(ref: str) -> list[str]:

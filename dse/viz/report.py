@@ -19,6 +19,7 @@ import numpy as np
 
 from dse.report import fmt
 from dse.search.front import pareto
+from dse.search.front.walls import study_walls
 from dse.search.review import quality
 from dse.viz import report_figures as rf
 from dse.viz import study_plots as sp
@@ -82,7 +83,8 @@ def summary_section(res, ref) -> Section:
             ["trials", sp.counts_title(res)],
             ["hypervolume", f"{fmt(hv)} on {ref.describe(cfg.objectives.names)}"],
             ["knee", "-" if knee is None else f"trial {knee.number} ({quality.verdict(quality.knee_candidates(res)[1])})"],
-            ["knee settled", ("yes: " if settled["settled"] else "no: ") + settled["reason"]]]
+            ["knee settled", ("yes: " if settled["settled"] else "no: ") + settled["reason"]],
+            ["at a bound", "; ".join(w.sentence() for w in study_walls(res, front)) or "no knob: the front is inside its ranges"]]
     return Section("summary", "Study summary", [Table(["", ""], rows, "summary")])
 
 

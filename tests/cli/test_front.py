@@ -142,3 +142,27 @@ def test_front_pools_several_runs_and_reports_knee_agreement(tmp_path, capsys):
     capsys.readouterr()
     assert main(["front", study, "--storage", urls[0], "--storage", urls[1], "--robust", "2"]) == 2
     assert "not pooled runs" in capsys.readouterr().err
+
+
+def test_front_reports_the_knobs_at_a_bound(quickstart_study, capsys):
+    """`at_bounds` (JSON) and the "at a bound:" lines list the numeric knobs more than half of
+    the front holds at one end of its range, as a plain count over the front's designs finds."""
+    res = _results(quickstart_study)
+    front = res.front()
+    expect = []
+    for d in res.cfg.space.dims:
+        numeric = d.type == "categorical" and all(isinstance(c, (int, float)) for c in d.choices)
+        if d.type not in ("int", "float") and not numeric:
+            continue
+        for bound, i in (("low", 0), ("high", 1)):
+            ends = (min(d.choices), max(d.choices)) if numeric else None
+            at = [r for r in front if r.design[d.name] == (ends or res.cfg.space.bounds(d, r.design))[i]]
+            if len(at) > len(front) / 2:
+                expect.append((d.name, bound))
+    assert main(["front", *quickstart_study, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert sorted((w["knob"], w["bound"]) for w in d["at_bounds"]) == sorted(expect)
+    assert all(w["share"] > 0.5 for w in d["at_bounds"])
+    assert main(["front", *quickstart_study]) == 0
+    out = capsys.readouterr().out
+    assert out.count("at a bound: ") == len(expect)
