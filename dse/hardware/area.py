@@ -12,6 +12,10 @@
   ReRAM area counts bit cells only, so the published unit's periphery is in no separate term.
 * Fetch queue: load-aware fetch stages, per core, the activations of the jobs it may pull from
   ``fetch_queue_depth`` queued steps (Q x w x d FP8 bytes) in SRAM (``C.sram_mm2_per_mib``).
+* PE groups: a group of u units shares its experts' read-outs among its u PE tiles locally, which
+  takes a u-way distribution crossbar of the read frame's width (n_macros x macro width bits),
+  priced as DSENT's matrix crossbar, (u x frame x ``C.noc_wire_pitch_um``)^2 per group (zero for
+  one-unit groups, the published design).
 * Network and IO: see `dse.hardware.network` (core mesh, Die NoC, D2D + IO).
 The die budget is die_width_mm x die_height_mm (400 mm2); over budget is infeasible.
 """
@@ -57,3 +61,14 @@ def read_periphery_mm2(active_units: int, n_macros: int, macro_width_bits: int):
 def fetch_buffer_mm2(cores: int, queue_depth: int, tile_width: int, hidden: int):
     """SRAM of load-aware fetch's staging buffers: per core, Q jobs of w d-wide FP8 activations."""
     return cores * queue_depth * tile_width * hidden * C.act_bytes_per_element / MIB * C.sram_mm2_per_mib
+
+
+def group_share_mm2(cores, groups_per_core, units_per_core, frame_bits):
+    """Read-out sharing crossbars of a die's PE groups: per group of u = units per core / groups
+    units, a u x u crossbar of the frame's width (0 for one-unit groups; 6.9 mm2 per group of 16
+    units at the published 2048-bit frame)."""
+    u = units_per_core / groups_per_core
+    per_group_um2 = (u * frame_bits * C.noc_wire_pitch_um) ** 2
+    shared = u > 1
+    out = cores * groups_per_core * per_group_um2 * MM2_PER_UM2
+    return out * shared if not isinstance(shared, bool) else (out if shared else 0.0)

@@ -180,6 +180,8 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
         "read_periphery_area_mm2": area.read_periphery_mm2(x["units"], c["n_macros"], c["macro_width_bits"]),
         "pe_area_mm2": area.pe_area_mm2(x["units"], w, c["pe_mhz"]),
         "fetch_buffer_area_mm2": area.fetch_buffer_mm2(x["n_cores"], queue, w, M.hidden[c["model"]]),
+        "group_share_area_mm2": area.group_share_mm2(x["n_cores"], c["pe_groups_per_core"], x["upc"],
+                                                     c["n_macros"] * c["macro_width_bits"]),
         "core_mesh_area_mm2": core_mesh,
         "die_noc_area_mm2": die_noc,
         "d2d_io_area_mm2": network.d2d_io_area_mm2(c["d2d_gbps_per_die"], c["node_gbps"]),

@@ -26,6 +26,8 @@ def silicon_mm2(ctx: Context) -> dict[str, float]:
         "read_periphery_area_mm2": area.read_periphery_mm2(h.die_active_units, p.n_macros, p.macro_width_bits),
         "pe_area_mm2": area.pe_area_mm2(h.die_active_units, p.tile_width, p.pe_mhz),
         "fetch_buffer_area_mm2": area.fetch_buffer_mm2(len(shapes), queue, p.tile_width, ctx.model.hidden),
+        "group_share_area_mm2": area.group_share_mm2(len(shapes), p.groups, h.units_per_core,
+                                                     p.n_macros * p.macro_width_bits),
         "core_mesh_area_mm2": network.core_mesh_area_mm2(shapes, p.core_mesh_link_bits, px, py, p.noc_ghz),
         "die_noc_area_mm2": network.die_noc_area_mm2(gx, gy, p.die_noc_link_bits, p.core_side * px, p.core_side * py,
                                                      p.noc_ghz),

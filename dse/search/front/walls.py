@@ -49,10 +49,17 @@ def _numeric_range(space: Any, d: Any, env: Mapping[str, Any]) -> tuple[float, f
     return (low, high) if high > low else None
 
 
+# Bounds that are structural limits whatever the range says (knob, bound): why.
+STRUCTURAL = {("pe_groups_per_core", "high"): "one PE group per unit, the most a core can have (its read-outs "
+                                               "need no sharing crossbar), not a wall"}
+
+
 def mapping_limit(knob: str, bound: str, value: float, step: float | None, hiddens: Iterable[int]) -> str:
     """Why ``value`` is a physical limit of ``knob`` at ``bound`` ('' when it is not): the array
     depth's floor when one step below it no study model can map (its chunk of 3d columns does
-    not fit in one unit)."""
+    not fit in one unit); a structural limit of ``STRUCTURAL``."""
+    if (knob, bound) in STRUCTURAL:
+        return STRUCTURAL[knob, bound]
     if knob != "array_depth" or bound != "low":
         return ""
     from dse.mapping.sharding import chunk_columns
