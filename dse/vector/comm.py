@@ -20,7 +20,7 @@ LEVELS = ("unit_io", "core_mesh", "die_noc", "d2d", "node")
 
 
 def _level(t: Table, rows: np.ndarray, lvl: str, demand: np.ndarray, provision: np.ndarray, x: dict) -> None:
-    t.put(f"{lvl}_provision_gbps", provision.astype(float), rows)
+    t.put(f"{lvl}_provision_gbps", np.asarray(provision, dtype=float), rows)
     t.put(f"{lvl}_headroom_gbps", provision - demand, rows)
     load = demand / np.maximum(provision, network.MIN_PROVISION_GBPS)   # = network.link_load
     over = network.over_provision(demand, provision)
@@ -223,7 +223,7 @@ def cost_stage(c: Columns, M: Models, t: Table, x: dict, rows: np.ndarray) -> No
     t.put("dies_per_wafer", cost.gross_dies_per_wafer(C.die_width_mm, C.die_height_mm), rows)
     t.put("die_yield", cost.murphy_yield(C.die_width_mm * C.die_height_mm, C.defect_density_per_cm2), rows)
     t.put("die_cost_usd", float(die_usd), rows)
-    t.put("pool_cost_usd", pool_usd.astype(float), rows)
+    t.put("pool_cost_usd", np.asarray(pool_usd, dtype=float), rows)
     t.put("pool_energy_uj_per_token", cost.pool_energy_uj_per_token(pool_w, t_tok), rows)
     t.put("usd_per_mtok", cost.usd_per_mtok(pool_usd, pool_w, t_tok), rows)
     t.put_none("usd_per_mtok_delivered", rows)          # schedule-aware: needs a scheduled trace

@@ -117,8 +117,8 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     t.put("ffn_weight_gib", M.weight_bytes[mi] / GIB)
     for lvl in ("unit", "core", "die", "package", "node"):
         t.put(f"{lvl}_capacity_mib", caps[lvl] / MIB)
-        t.put(f"{lvl}_read_gbps", bws[lvl].astype(float))
-        t.put(f"{lvl}_gflops", fls[lvl].astype(float))
+        t.put(f"{lvl}_read_gbps", np.asarray(bws[lvl], dtype=float))
+        t.put(f"{lvl}_gflops", np.asarray(fls[lvl], dtype=float))
     t.put("bytes_per_flop", u_bw / u_fl)
     upc = core.units_per_core(side)
     groups_bad = c["pe_groups_per_core"] > upc
@@ -152,9 +152,10 @@ def routing(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
     """Stage 20 with ``trace = 'catalog'``: the closed-form U(B)."""
     names = M.names
     u, src = per_key(lambda m, b: union_closed_form(get_model(names[m]), b), x["mi"], c["batch"])
-    t.put("union_experts", u.astype(float), ran)
+    u = np.asarray(u, dtype=float)
+    t.put("union_experts", u, ran)
     t.put("union_source", src, ran, kind="str")
-    x["union"] = u.astype(float)
+    x["union"] = u
 
 
 def performance(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
