@@ -121,7 +121,8 @@ def stream_grid(space: Space, objset: ObjectiveSet, base: Mapping[str, Any], chu
                 checkpoint: str | None = None, checkpoint_every_s: float = 5.0,
                 on_chunk: Callable[[int, GridColumns, Any, np.ndarray, np.ndarray], None] | None = None,
                 progress: Callable[[int], None] | None = None) -> FrontResult:
-    """Every point of ``space`` evaluated chunk by chunk, keeping only the running front.
+    """Every point of ``space`` evaluated chunk by chunk, keeping only the running front (only the
+    metrics the objectives read are computed, all of them when ``on_chunk`` sees the tables).
     ``checkpoint``: a file resumed from if it exists (and matches this run), written at most every
     ``checkpoint_every_s`` seconds and on an interrupt, removed when the run completes."""
     check_closed_form(space)
@@ -138,7 +139,7 @@ def stream_grid(space: Space, objset: ObjectiveSet, base: Mapping[str, Any], chu
                 continue
             start = k * chunk
             cols = Columns.from_values({**base, **g.values}, g.n)
-            t = evaluate_columns(cols)
+            t = evaluate_columns(cols, need=None if on_chunk is not None else objset.metrics)
             v, f = score_table(t, objset, valid_rows(cols))
             st.add(start, g, v, f, objset.directions)
             if on_chunk is not None:
