@@ -3,9 +3,8 @@
 The vectorised evaluator reuses the scalar physics functions. Most of them are plain arithmetic
 and take numpy arrays as they are; the rest branch, round (``math.ceil``) or loop over a
 floorplan on arguments that take few distinct values in any design table (core side, die shape,
-model, array depth, die count, ...). Those are called once per distinct key (``per_key``) or once
-per group with the arithmetic arguments passed as arrays (``apply_grouped``), so the scalar
-function stays the one definition of the physics.
+model, array depth, die count, ...). Those are called once per distinct key (``per_key``), so
+the scalar function stays the one definition of the physics.
 
 Grouping sorts nothing: every key column becomes a small integer code (its value minus its
 minimum for a narrow integer column, else its index among the distinct values), the codes of a
@@ -138,24 +137,6 @@ def _array(values: list) -> np.ndarray:
     if values and isinstance(values[0], str):
         return np.array(values, dtype=object)
     return np.array(values)
-
-
-def apply_grouped(fn: Callable[..., Any], keys: Sequence[np.ndarray], args: Sequence[np.ndarray]) -> np.ndarray:
-    """``fn(*key, *args)`` per group of rows sharing a key, the ``args`` passed as arrays of the
-    group's rows; returns the per-row float results in row order."""
-    tuples, inv = distinct(keys)
-    out = np.empty(len(inv), dtype=float)
-    if len(tuples) == 1:
-        out[:] = fn(*tuples[0], *args)
-        return out
-    # rows grouped by a stable counting sort (radix sort of a narrow integer; no comparison sort)
-    order = np.argsort(inv.astype(np.uint16) if len(tuples) <= 1 << 16 else inv, kind="stable")
-    bounds = np.zeros(len(tuples) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(inv, minlength=len(tuples)), out=bounds[1:])
-    for g, t in enumerate(tuples):
-        idx = order[bounds[g]:bounds[g + 1]]
-        out[idx] = fn(*t, *(a[idx] for a in args))
-    return out
 
 
 def memo(fn: Callable[..., Any]) -> Callable[..., Any]:

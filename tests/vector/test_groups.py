@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dse.vector.groups import apply_grouped, cached_factorization, distinct, per_key
+from dse.vector.groups import cached_factorization, distinct, per_key
 
 
 def _keys(rng, n):
@@ -28,12 +28,3 @@ def test_distinct_and_per_key_equal_a_python_reference():
             assert type(a) is type(b)                                # Python values, as .item() gives
         got = per_key(lambda *t: (hash(t) % 97, str(t)), *keys)
         assert got[0].tolist() == [hash(r) % 97 for r in rows] and got[1].tolist() == [str(r) for r in rows]
-
-
-def test_apply_grouped_passes_each_groups_rows_in_order():
-    rng = np.random.default_rng(6)
-    side, span = rng.integers(1, 9, 5000), rng.integers(1, 40, 5000)
-    a, b = rng.random(5000), rng.random(5000)
-    out = apply_grouped(lambda s, p, x, y: x * max(1, s - 1) / max(1, p) + y, [side, span], [a, b])
-    ref = np.array([x * max(1, s - 1) / max(1, p) + y for s, p, x, y in zip(side.tolist(), span.tolist(), a, b)])
-    np.testing.assert_array_equal(out, ref)
