@@ -93,14 +93,16 @@ def main() -> None:
     if r.returncode:
         sys.exit(f"dse grid failed: {r.stderr.strip()}")
     out = json.loads(r.stdout)
-    rss_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    child = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rss_mib, cpu = child.ru_maxrss / 1024, child.ru_utime + child.ru_stime
     if check:
         print(f"check            : {check}")
     print(f"space            : {space if args.space else f'grid-1m (x d2d_gbps_per_die values) for >= {args.points} points'}")
     print(f"points           : {out['points']}")
     print(f"grid seconds     : {out['seconds']:.2f} (inside dse grid; wall with start-up {wall:.2f} s, "
           f"target < {TARGET_S:.0f} s -> {TARGET_S / wall:.2f}x margin)")
-    print(f"points/s         : {out['points_per_s']:.0f}")
+    print(f"points/s         : {out['points_per_s']:.0f} (wall); CPU time of dse grid {cpu:.1f} s -> "
+          f"{out['points'] / cpu:.0f} points per CPU second (the share of the core it got: {cpu / wall:.0%})")
     print(f"peak RSS         : {rss_mib:.0f} MiB (target < {TARGET_RSS_GIB * 1024:.0f} MiB)")
     print(f"feasible / front : {out['n_feasible']} / {len(out['front'])} designs, knee point {out['knee']['trial']}")
     print(f"load average     : {load0:.1f} at start, {os.getloadavg()[0]:.1f} at end, on {os.cpu_count()} cores")
