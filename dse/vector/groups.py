@@ -21,6 +21,7 @@ import numpy as np
 
 SMALL_RANGE = 1 << 20          # integer keys spanning fewer values are factorised in O(n)
 LUT_MAX = 1 << 20              # mixed-radix codes below this index a table directly
+DIRECT_RANGE = 64              # narrower integer keys are coded by value, wider ones renumbered
 
 
 _CACHE: dict[tuple, tuple[tuple, Any]] = {}
@@ -73,16 +74,17 @@ def _factorize(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _digits(col: np.ndarray) -> tuple[np.ndarray, int]:
     """(each row's small non-negative integer code, the number of codes): the value minus the
-    column's minimum for a narrow integer column, its index among the distinct values otherwise."""
+    column's minimum for a narrow integer column, its index among the distinct values otherwise
+    (so that a key tuple's code stays small)."""
     def make():
         arr = np.asarray(col)
         if arr.dtype.kind in "iu" and arr.size:
             lo, hi = int(arr.min()), int(arr.max())
-            if hi - lo < SMALL_RANGE:
+            if hi - lo < DIRECT_RANGE:
                 if arr.dtype != np.int64:
                     arr = arr.astype(np.int64)
                 return (arr - lo if lo else arr), hi - lo + 1
-        uniq, inv = factorize(arr)
+        uniq, inv = factorize(arr)                     # sparse values (array depths, batches): renumbered
         return inv, max(1, len(uniq))
     return _cached((col,), "digits", make)
 
