@@ -107,6 +107,8 @@ def distinct(keys: Sequence[np.ndarray]) -> tuple[list[tuple], np.ndarray]:
         limit = min(LUT_MAX, max(1 << 12, 2 * len(code)))    # a table no longer than the rows
         for col in keys[1:]:
             d, size = _digits(col)
+            if size == 1:                              # a constant column leaves the code as it is
+                continue
             if radix * size > limit:                   # keep the code small: renumber what is present
                 radix, code, _ = _dense(code, radix)
             code = code * size + d
@@ -131,8 +133,8 @@ def per_key(fn: Callable[..., Any], *keys: np.ndarray, cache: dict | None = None
             cache[t] = v
         out.append(v)
     if out and isinstance(out[0], tuple):
-        return [_array([o[j] for o in out])[inv] for j in range(len(out[0]))]
-    return _array(out)[inv]
+        return [np.take(_array([o[j] for o in out]), inv) for j in range(len(out[0]))]
+    return np.take(_array(out), inv)
 
 
 def _array(values: list) -> np.ndarray:
