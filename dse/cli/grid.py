@@ -1,6 +1,7 @@
-"""`dse grid SPACE.toml [--objectives OBJ.toml] [--model M] [--batch B] [--json] [-o table.parquet]`:
-every point of a discrete space through the vectorised closed form, the exact feasible front and
-its knee (the JSON of ``dse front --json``, plus points, seconds, points_per_s)."""
+"""`dse grid SPACE.toml [--objectives OBJ.toml] [--model M] [--batch B] [--json] [-o table.parquet]
+[--checkpoint FILE]`: every point of a discrete space through the vectorised closed form, streamed
+in chunks, the exact feasible front and its knee (the JSON of ``dse front --json``, plus points,
+seconds, points_per_s); an interrupted run resumes from its checkpoint."""
 from __future__ import annotations
 
 import argparse
@@ -30,13 +31,18 @@ def register(sub) -> None:
     p.add_argument("--batch", type=int, help="decode batch (default: the model's native batch)")
     p.add_argument("--json", action="store_true", help="JSON: points, seconds, points_per_s, front, knee")
     p.add_argument("-o", "--output", metavar="TABLE.parquet", help="write every point's knobs and metrics")
+    p.add_argument("--checkpoint", metavar="FILE.npz",
+                   help="save the chunks done and the running front here (every 5 s and on Ctrl-C); "
+                        "a later run with the same file resumes; removed when the grid completes")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from dse.search.grid.grid import run_grid
+    from dse.errors import ConfigError
+    from dse.search.grid.grid import check_objectives
     from dse.search.grid.grid_output import ParquetSink, front_json
+    from dse.search.grid.stream import count_points, stream_grid
     from dse.search.space.objectives import load_objectives, objectives_from_dict
     from dse.search.space.space_file import load_space
     from dse.spec import DesignPoint
@@ -46,19 +52,14 @@ def run(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in (("model", args.model), ("batch", args.batch)) if v is not None}
     point = DesignPoint.from_dict({**overrides, "trace": "catalog"}, source="--model/--batch")
     base = {"model": point.model, **({"batch": point.batch} if point.batch is not None else {})}
+    if args.checkpoint and args.output:
+        raise ConfigError("--checkpoint with -o: a parquet table cannot be resumed; give one of them")
+    check_objectives(objset, base)
     sink = ParquetSink(args.output, objset) if args.output else None
-    bar = _bar(args)
-
-    def on_grid(grid) -> None:
-        if sink is not None:
-            sink.grid = grid
-        if bar is not None:
-            bar.total = grid.n
-            bar.refresh()
-
+    bar = None if args.no_progress else _bar(count_points(space, base))
     try:
-        res = run_grid(space, objset, base, on_grid=on_grid, on_chunk=sink,
-                       progress=bar.update if bar is not None else None)
+        res = stream_grid(space, objset, base, checkpoint=args.checkpoint, on_chunk=sink,
+                          progress=bar.update if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
@@ -72,11 +73,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bar(args):
-    if args.no_progress or not sys.stderr.isatty():
-        return None
+def _bar(total: int):
+    """tqdm on stderr; without a terminal, a line at most every 10 % of the points and 5 s."""
     from tqdm import tqdm
-    return tqdm(total=0, unit="pt", unit_scale=True, file=sys.stderr, desc="dse grid")
+    if sys.stderr.isatty():
+        return tqdm(total=total, unit="pt", unit_scale=True, file=sys.stderr, desc="dse grid")
+    return tqdm(total=total, unit="pt", unit_scale=True, file=sys.stderr, desc="dse grid", mininterval=5.0,
+                maxinterval=float("inf"), miniters=max(1, total // 10), delay=5.0, ascii=True)
 
 
 def _print(out, space, objset) -> None:

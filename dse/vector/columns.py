@@ -112,7 +112,7 @@ def _column(name: str, v: Any, n: int) -> np.ndarray:
     if p.kind == "str":
         cats = categories(name)
         if scalar:
-            return np.full(n, _code(name, v, cats), dtype=np.int64)
+            return _constant(_code(name, v, cats), np.int64, n)
         arr = np.asarray(v)
         if arr.dtype.kind in "iu":
             return arr.astype(np.int64)
@@ -123,7 +123,7 @@ def _column(name: str, v: Any, n: int) -> np.ndarray:
             raise ConfigError(f"design table: {name} = {exc.args[0]!r}: must be one of {', '.join(cats)}") from None
     dtype = np.int64 if p.kind == "int" else np.float64
     if scalar:
-        return np.full(n, v, dtype=dtype)
+        return _constant(v, dtype, n)
     return np.asarray(v, dtype=dtype)
 
 
@@ -139,3 +139,8 @@ def concat(parts: Iterable[Columns]) -> Columns:
     parts = list(parts)
     data = {k: np.concatenate([p.data[k] for p in parts]) for k in parts[0].data}
     return Columns(data, sum(p.n for p in parts))
+
+
+def _constant(v: Any, dtype: Any, n: int) -> np.ndarray:
+    """One value for every row: a read-only broadcast view (no n-element copy per knob)."""
+    return np.broadcast_to(np.array(v, dtype=dtype), (n,))

@@ -2,16 +2,18 @@
 
 Mirrors `dse.pipeline.stages.{network,area_power,cost}` with the same physics calls; see
 `dse.vector.structure` for how scalar functions are reused. Restatements of a ``max`` are marked
-``# = <scalar function or stage>`` and covered by the equality test.
+``# = <scalar function or stage>`` and covered by the equality test (a function whose only
+branch is a ``max(1, key)`` is restated with ``np.maximum`` rather than called once per group).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from dse.constants import C
+from dse.units import BITS_PER_GB, NS_PER_US
 from dse.hardware import area, core, cost, die, network, node, package, power, unit
 from dse.vector.columns import Columns, categories
-from dse.vector.groups import apply_grouped, memo, per_key
+from dse.vector.groups import memo, per_key
 from dse.vector.structure import Models, geometry_keys
 from dse.vector.table import Table
 from dse.catalog import get_gpu, gpus
@@ -20,7 +22,7 @@ LEVELS = ("unit_io", "core_mesh", "die_noc", "d2d", "node")
 
 
 def _level(t: Table, rows: np.ndarray, lvl: str, demand: np.ndarray, provision: np.ndarray, x: dict) -> None:
-    t.put(f"{lvl}_provision_gbps", provision.astype(float), rows)
+    t.put(f"{lvl}_provision_gbps", np.asarray(provision, dtype=float), rows)
     t.put(f"{lvl}_headroom_gbps", provision - demand, rows)
     load = demand / np.maximum(provision, network.MIN_PROVISION_GBPS)   # = network.link_load
     over = network.over_provision(demand, provision)
@@ -128,9 +130,10 @@ def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
         lambda tp, s, p, m, o: package.merge_crossings(int(tp), int(s) // max(1, int(tp)), int(p), int(M.top_k[m]),
                                                        order[o]).bytes_per_token(int(M.hidden[m]), act_b, psum_b),
         x["tp"], span, dpp, mi, c["reduction_order"])
-    d2d = apply_grouped(lambda s, b, y, z: package.crossing_gbps_per_die(b, y, s, z), [span], [B, d2d_bpt, tl])
+    per_die, per_layer_ns = np.maximum(1, span), tl * NS_PER_US       # = package.crossing_gbps_per_die
+    d2d = B * d2d_bpt / per_die / per_layer_ns
     resid = node.node_residual_gbps(B, d, act_b, tl)
-    merge = apply_grouped(lambda s, b, y, z: package.crossing_gbps_per_die(b, y, s, z), [span], [B, node_bpt, tl])
+    merge = B * node_bpt / per_die / per_layer_ns                     # = package.crossing_gbps_per_die
     put("layer_die_span", span)
     put("cross_die_bytes_per_token", d2d_bpt + node_bpt)
     put("d2d_demand_gbps_per_die", d2d)
@@ -189,7 +192,7 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
     mfu, read_activity = C.reference_pe_mfu, power.FULL_READ_ACTIVITY
     tl = x["t_layer"]
     stream_hops = network.multicast_bit_hops_per_s(x["n_cores"], x["s_mean"], x["u_bw"], x["upc"] - 1)
-    unit_hops = apply_grouped(lambda s, n, u: network.unit_io_bit_hops_per_s(n, u, s), [side], [x["units"], x["u_io"]])
+    unit_hops = x["units"] * x["u_io"] * BITS_PER_GB * np.maximum(0, side - 1)   # = network.unit_io_bit_hops_per_s
     noc_hops = network.link_loads_bit_hops_per_s([x["die_noc_bytes"]], tl)
     parts_w = {
         "reram_power_w": power.reram_power_w(x["die_bw"], read_activity, c["macro_mhz"]),
@@ -232,7 +235,7 @@ def cost_stage(c: Columns, M: Models, t: Table, x: dict, rows: np.ndarray) -> No
     t.put("dies_per_wafer", cost.gross_dies_per_wafer(C.die_width_mm, C.die_height_mm), rows)
     t.put("die_yield", cost.murphy_yield(C.die_width_mm * C.die_height_mm, C.defect_density_per_cm2), rows)
     t.put("die_cost_usd", float(die_usd), rows)
-    t.put("pool_cost_usd", pool_usd.astype(float), rows)
+    t.put("pool_cost_usd", np.asarray(pool_usd, dtype=float), rows)
     t.put("pool_energy_uj_per_token", cost.pool_energy_uj_per_token(pool_w, t_tok), rows)
     t.put("usd_per_mtok", cost.usd_per_mtok(pool_usd, pool_w, t_tok), rows)
     t.put_none("usd_per_mtok_delivered", rows)          # schedule-aware: needs a scheduled trace

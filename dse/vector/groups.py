@@ -3,9 +3,14 @@
 The vectorised evaluator reuses the scalar physics functions. Most of them are plain arithmetic
 and take numpy arrays as they are; the rest branch, round (``math.ceil``) or loop over a
 floorplan on arguments that take few distinct values in any design table (core side, die shape,
-model, array depth, die count, ...). Those are called once per distinct key (``per_key``) or once
-per group with the arithmetic arguments passed as arrays (``apply_grouped``), so the scalar
-function stays the one definition of the physics.
+model, array depth, die count, ...). Those are called once per distinct key (``per_key``), so
+the scalar function stays the one definition of the physics.
+
+Grouping sorts nothing: every key column becomes a small integer code (its value minus its
+minimum for a narrow integer column, else its index among the distinct values), the codes of a
+key tuple a mixed-radix number, made dense through a lookup table no longer than the rows; a
+group's rows come from a counting sort. Within ``cached_factorization`` (one chunk) the codes of
+a column and the grouping of a key tuple are computed once, however many stages group on them.
 """
 from __future__ import annotations
 
@@ -15,9 +20,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 SMALL_RANGE = 1 << 20          # integer keys spanning fewer values are factorised in O(n)
+LUT_MAX = 1 << 20              # mixed-radix codes below this index a table directly
+DIRECT_RANGE = 64              # narrower integer keys are coded by value, wider ones renumbered
 
 
-_CACHE: dict[int, tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]] = {}
+_CACHE: dict[tuple, tuple[tuple, Any]] = {}
 _ACTIVE = [0]
 
 
@@ -34,15 +41,22 @@ class cached_factorization:
             _CACHE.clear()
 
 
+def _cached(cols: tuple, tag: str, make: Callable[[], Any]) -> Any:
+    """``make()``, kept while the context is active for these very array objects (the cache holds
+    them, so their ids are not reused)."""
+    key = (tag, *map(id, cols))
+    hit = _CACHE.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], cols)):
+        return hit[1]
+    out = make()
+    if _ACTIVE[0] and all(isinstance(c, np.ndarray) for c in cols):
+        _CACHE[key] = (cols, out)
+    return out
+
+
 def factorize(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct values, index of every row's value in them)."""
-    hit = _CACHE.get(id(col))
-    if hit is not None and hit[0] is col:
-        return hit[1]
-    out = _factorize(np.asarray(col))
-    if _ACTIVE[0] and isinstance(col, np.ndarray):
-        _CACHE[id(col)] = (col, out)
-    return out
+    return _cached((col,), "factorize", lambda: _factorize(np.asarray(col)))
 
 
 def _factorize(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -58,28 +72,51 @@ def _factorize(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inv.reshape(-1)
 
 
-def _py(v: Any) -> Any:
-    """A numpy scalar as the Python value the scalar path would see."""
-    return v.item() if hasattr(v, "item") else v
+def _digits(col: np.ndarray) -> tuple[np.ndarray, int]:
+    """(each row's small non-negative integer code, the number of codes): the value minus the
+    column's minimum for a narrow integer column, its index among the distinct values otherwise
+    (so that a key tuple's code stays small)."""
+    def make():
+        arr = np.asarray(col)
+        if arr.dtype.kind in "iu" and arr.size:
+            lo, hi = int(arr.min()), int(arr.max())
+            if hi - lo < DIRECT_RANGE:
+                if arr.dtype != np.int64:
+                    arr = arr.astype(np.int64)
+                return (arr - lo if lo else arr), hi - lo + 1
+        uniq, inv = factorize(arr)                     # sparse values (array depths, batches): renumbered
+        return inv, max(1, len(uniq))
+    return _cached((col,), "digits", make)
+
+
+def _dense(code: np.ndarray, radix: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """(number of distinct codes, each row's index among them, a row holding each) for codes < radix."""
+    seen = np.zeros(radix, dtype=np.int64)
+    seen[code] = np.arange(1, len(code) + 1)             # a row (plus one) of every code present
+    present = np.flatnonzero(seen)
+    lut = np.empty(radix, dtype=np.int64)
+    lut[present] = np.arange(len(present))
+    return len(present), lut[code], seen[present] - 1
 
 
 def distinct(keys: Sequence[np.ndarray]) -> tuple[list[tuple], np.ndarray]:
-    """Distinct key tuples (Python values) of the rows and each row's index into them."""
-    n = len(keys[0])
-    code = np.zeros(n, dtype=np.int64)
-    radix = 1
-    for col in keys:
-        uniq, inv = factorize(col)
-        if radix * len(uniq) >= 1 << 62:           # keep the mixed-radix code in int64
-            code = factorize(code)[1]
-            radix = int(code.max()) + 1 if n else 1
-        code = code * len(uniq) + inv
-        radix *= len(uniq)
-    ucode, inv = factorize(code)
-    first = np.empty(len(ucode), dtype=np.int64)
-    first[inv[::-1]] = np.arange(n - 1, -1, -1)
-    tuples = [tuple(_py(k[i]) for k in keys) for i in first.tolist()]
-    return tuples, inv
+    """Distinct key tuples (Python values) of the rows and each row's index into them: a
+    mixed-radix code of the keys' small integer codes, made dense through a lookup table (no sort)."""
+    def make():
+        code, radix = _digits(keys[0])
+        limit = min(LUT_MAX, max(1 << 12, 2 * len(code)))    # a table no longer than the rows
+        for col in keys[1:]:
+            d, size = _digits(col)
+            if size == 1:                              # a constant column leaves the code as it is
+                continue
+            if radix * size > limit:                   # keep the code small: renumber what is present
+                radix, code, _ = _dense(code, radix)
+            code = code * size + d
+            radix *= size
+        _, inv, rows = _dense(code, radix)
+        tuples = list(zip(*[np.asarray(k)[rows].tolist() for k in keys]))   # Python values, as .item()
+        return tuples, inv
+    return _cached(tuple(keys), "distinct", make)
 
 
 def per_key(fn: Callable[..., Any], *keys: np.ndarray, cache: dict | None = None) -> list[np.ndarray] | np.ndarray:
@@ -96,30 +133,14 @@ def per_key(fn: Callable[..., Any], *keys: np.ndarray, cache: dict | None = None
             cache[t] = v
         out.append(v)
     if out and isinstance(out[0], tuple):
-        return [_array([o[j] for o in out])[inv] for j in range(len(out[0]))]
-    return _array(out)[inv]
+        return [np.take(_array([o[j] for o in out]), inv) for j in range(len(out[0]))]
+    return np.take(_array(out), inv)
 
 
 def _array(values: list) -> np.ndarray:
     if values and isinstance(values[0], str):
         return np.array(values, dtype=object)
     return np.array(values)
-
-
-def apply_grouped(fn: Callable[..., Any], keys: Sequence[np.ndarray], args: Sequence[np.ndarray]) -> np.ndarray:
-    """``fn(*key, *args)`` per group of rows sharing a key, the ``args`` passed as arrays of the
-    group's rows; returns the per-row float results in row order."""
-    tuples, inv = distinct(keys)
-    out = np.empty(len(inv), dtype=float)
-    if len(tuples) == 1:
-        out[:] = fn(*tuples[0], *args)
-        return out
-    order = np.argsort(inv, kind="stable")
-    bounds = np.searchsorted(inv[order], np.arange(len(tuples) + 1))
-    for g, t in enumerate(tuples):
-        idx = order[bounds[g]:bounds[g + 1]]
-        out[idx] = fn(*t, *(a[idx] for a in args))
-    return out
 
 
 def memo(fn: Callable[..., Any]) -> Callable[..., Any]:

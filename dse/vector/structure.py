@@ -117,8 +117,8 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     t.put("ffn_weight_gib", M.weight_bytes[mi] / GIB)
     for lvl in ("unit", "core", "die", "package", "node"):
         t.put(f"{lvl}_capacity_mib", caps[lvl] / MIB)
-        t.put(f"{lvl}_read_gbps", bws[lvl].astype(float))
-        t.put(f"{lvl}_gflops", fls[lvl].astype(float))
+        t.put(f"{lvl}_read_gbps", np.asarray(bws[lvl], dtype=float))
+        t.put(f"{lvl}_gflops", np.asarray(fls[lvl], dtype=float))
     t.put("bytes_per_flop", u_bw / u_fl)
     upc = core.units_per_core(side)
     groups_bad = c["pe_groups_per_core"] > upc
@@ -152,9 +152,10 @@ def routing(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
     """Stage 20 with ``trace = 'catalog'``: the closed-form U(B)."""
     names = M.names
     u, src = per_key(lambda m, b: union_closed_form(get_model(names[m]), b), x["mi"], c["batch"])
-    t.put("union_experts", u.astype(float), ran)
+    u = np.asarray(u, dtype=float)
+    t.put("union_experts", u, ran)
     t.put("union_source", src, ran, kind="str")
-    x["union"] = u.astype(float)
+    x["union"] = u
 
 
 def performance(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
@@ -176,23 +177,35 @@ def performance(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> No
     put("ffn_latency_us_per_token", t_ffn)
     put("read_bound", latency.is_read_bound(B, k, u, x["bal"], rb, eb))
     put("weight_energy_uj_per_token", energy.energy_uj(tok_bytes, C.reram_pj_per_byte))
+    x.update(t_layer=t_layer, t_ffn=t_ffn, pool_gflops=pool_gflops, pool_bw=pool_bw, tok_bytes=tok_bytes)
+
+
+def gpu_baselines(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
+    """Stage 30, continued: the GPU baselines (iso-compute pool, per-token time, energy)."""
+    mi, t_ffn, tok_bytes, pool_bw = x["mi"], x["t_ffn"], x["tok_bytes"], x["pool_bw"]
+    put = lambda name, v, kind=None: t.put(name, v, ran, kind)          # noqa: E731
     gpu_t = {}
     for key, g in gpus().items():
-        n_c = baselines.gpus_iso_compute(pool_gflops * FLOPS_PER_GFLOP, g.flops)
+        n_c = baselines.gpus_iso_compute(x["pool_gflops"] * FLOPS_PER_GFLOP, g.flops)
         t_g = baselines.gpu_us_per_token(tok_bytes, n_c, g.read_bps)
         fpb = balance.flop_per_byte(g.flops, g.read_bps)
         put(f"{key}_dies_iso_compute", n_c)
         put(f"{key}_dies_iso_bandwidth", baselines.gpus_iso_bandwidth(pool_bw * BYTES_PER_GB, g.read_bps))
-        put(f"{key}_dies_iso_capacity", baselines.gpus_iso_capacity(M.weight_bytes[mi], g.capacity_gib * GIB))
+        # per model, then looked up per row (elementwise: the same values)
+        put(f"{key}_dies_iso_capacity", baselines.gpus_iso_capacity(M.weight_bytes, g.capacity_gib * GIB)[mi])
         put(f"{key}_us_per_token", t_g)
         put(f"speedup_vs_{key}", t_g / t_ffn)
         put(f"{key}_weight_energy_uj_per_token", energy.energy_uj(tok_bytes, g.hbm_pj_per_byte))
         put(f"{key}_flop_per_byte", fpb)
-        put(f"{key}_knee_batch", balance.knee_batch(fpb, M.experts[mi], k).astype(float))
+        put(f"{key}_knee_batch", np.asarray(balance.knee_batch(fpb, M.experts, M.top_k), dtype=float)[mi])
         put(f"{key}_pool_power_w_iso_compute", n_c * g.board_power_w)
         gpu_t[key] = (n_c, t_g)
-    x.update(t_layer=t_layer, t_ffn=t_ffn, pool_gflops=pool_gflops, gpu=gpu_t)
-    _af_serving(c, M, t, x, ran & M.attention[mi])
+    x["gpu"] = gpu_t
+
+
+def af_serving(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
+    """Stage 30, continued: attention-FFN disaggregated serving (models with an attention shape)."""
+    _af_serving(c, M, t, x, ran & M.attention[x["mi"]])
 
 
 def _af_serving(c: Columns, M: Models, t: Table, x: dict, rows: np.ndarray) -> None:

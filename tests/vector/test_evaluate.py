@@ -77,3 +77,24 @@ def test_chunks_equal_one_table():
         for name in ("ffn_latency_us_per_token", "die_area_mm2", "usd_per_mtok"):
             np.testing.assert_array_equal(part.column(name), whole.column(name)[start:start + part.n])
         np.testing.assert_array_equal(part.feasible, whole.feasible[start:start + part.n])
+
+
+def test_skipped_parts_leave_every_needed_metric_equal():
+    from dse.vector.evaluate import OPTIONAL, optional_metrics, skipped
+    made = optional_metrics()
+    assert all(made[p] for p in OPTIONAL) and "usd_per_mtok" in made["cost"] and "h20_us_per_token" in made["gpu"]
+    assert skipped(["ffn_latency_us_per_token", "pool_power_w"]) == frozenset(OPTIONAL)
+    assert skipped(["usd_per_mtok"]) == {"serving"} and skipped(None) == frozenset()
+    rng = np.random.default_rng(4)
+    cols = Columns.from_values({"core_side": rng.choice([1, 2, 4, 8], 300), "array_depth": rng.choice([16384, 32768], 300),
+                                "model": rng.integers(0, len(model_names()), 300), "batch": rng.choice([1, 64, 256], 300),
+                                "macro_mhz": rng.uniform(100, 400, 300)}, 300)
+    full = evaluate_columns(cols)
+    for need in (["ffn_latency_us_per_token", "pool_power_w", "die_area_mm2"], ["usd_per_mtok", "t_layer_us"],
+                 ["tpot_af_us"]):
+        part = evaluate_columns(cols, need=need)
+        assert set(need) <= set(part.values) < set(full.values)
+        np.testing.assert_array_equal(part.feasible, full.feasible)
+        for k in part.values:
+            if part.kinds[k] != "str":
+                np.testing.assert_array_equal(part.column(k), full.column(k), err_msg=k)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -66,28 +66,41 @@ def enumerate_space(space: Space, base: Mapping[str, Any]) -> GridColumns:
     cols: dict[str, np.ndarray] = {}
     active: dict[str, np.ndarray] = {}
     for d in space.dims:
-        act = np.ones(n, dtype=bool)
-        for k, vals in d.when:
-            col = cols.get(k)
-            act &= np.isin(col, _encode(k, list(vals))) if col is not None else (base.get(k) in vals)
-        groups, gid = _value_groups(space, d, cols, base, act)
-        lens = np.array([len(g) for g in groups], dtype=np.int64)
-        counts = lens[gid]
-        total = int(counts.sum())
-        if total > MAX_GRID:
+        plan = plan_dim(space, d, cols, base, n)
+        if int(plan[2].sum()) > MAX_GRID:
             raise ConfigError(f"{space.source}: the grid has more than {MAX_GRID} points; use a sampler "
                               f"(nsga2, tpe, random) or coarser steps")
-        parent = np.repeat(np.arange(n), counts)
-        first = np.repeat(np.cumsum(counts) - counts, counts)
-        offsets = np.cumsum(lens) - lens
-        flat = np.concatenate([_encode(d.name, g) for g in groups])
-        new = flat[offsets[gid][parent] + np.arange(total) - first]
-        cols = {k: v[parent] for k, v in cols.items()}
-        active = {k: v[parent] for k, v in active.items()}
-        cols[d.name] = new
-        active[d.name] = act[parent]
-        n = total
+        n, cols, active = expand_dim(d, cols, active, plan)
     return GridColumns(n, cols, active, [d.name for d in space.dims if d.searched])
+
+
+def plan_dim(space: Space, d: Dim, cols: dict, base: Mapping[str, Any], n: int) -> tuple:
+    """How knob ``d`` expands the ``n`` rows built so far: (active rows, value lists, each row's
+    list, each row's number of values); ``expand_dim`` applies it."""
+    act = np.ones(n, dtype=bool)
+    for k, vals in d.when:
+        col = cols.get(k)
+        act &= np.isin(col, _encode(k, list(vals))) if col is not None else (base.get(k) in vals)
+    groups, gid = _value_groups(space, d, cols, base, act)
+    lens = np.array([len(g) for g in groups], dtype=np.int64)
+    return act, groups, lens[gid], gid, lens
+
+
+def expand_dim(d: Dim, cols: dict, active: dict, plan: tuple) -> tuple[int, dict, dict]:
+    """Each row repeated once per value knob ``d`` takes there (the grid sampler's order)."""
+    act, groups, counts, gid, lens = plan
+    n = len(act)
+    total = int(counts.sum())
+    parent = np.repeat(np.arange(n), counts)
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    offsets = np.cumsum(lens) - lens
+    flat = np.concatenate([_encode(d.name, g) for g in groups])
+    new = flat[offsets[gid][parent] + np.arange(total) - first]
+    cols = {k: v[parent] for k, v in cols.items()}
+    active = {k: v[parent] for k, v in active.items()}
+    cols[d.name] = new
+    active[d.name] = act[parent]
+    return total, cols, active
 
 
 def _value_groups(space: Space, d: Dim, cols: dict, base: Mapping[str, Any],
@@ -151,10 +164,31 @@ def score_table(t, objset: ObjectiveSet, valid: np.ndarray) -> tuple[np.ndarray,
     return np.stack(vals, axis=1), feasible
 
 
+def resolved(base: Mapping[str, Any]) -> dict[str, Any]:
+    """The flat knobs ``base`` with every default resolved (the environment a space is enumerated in)."""
+    env = Columns.from_values(dict(base), 1)
+    return {k: env.value(k, 0) for k in env.data}
+
+
 def valid_rows(cols: Columns) -> np.ndarray:
     """Rows the design-point validation accepts (cross-knob checks of ``DesignPoint``)."""
     side = cols["core_side"]
     return (cols["pe_groups_per_core"] <= side * side) & (side <= np.maximum(cols["die_units_x"], cols["die_units_y"]))
+
+
+@dataclass
+class FrontResult:
+    """What `dse grid` reports: the front's rows (their knobs in ``grid``, ``cols``), not every point."""
+    n: int
+    n_feasible: int
+    front: np.ndarray              # point indices of the feasible front, ascending
+    values: np.ndarray             # len(front) x m, objectives in their own directions
+    grid: GridColumns              # the front's rows only
+    cols: Columns                  # the front's rows only
+    knee: int | None               # point index of the knee
+    seconds: float
+    hypervolume: float | None
+    resumed_chunks: int = 0
 
 
 @dataclass
@@ -168,22 +202,24 @@ class GridResult:
     seconds: float
     hypervolume: float | None
 
+    def front_result(self) -> FrontResult:
+        """The front's rows only (what ``stream_grid`` returns)."""
+        f = self.front
+        grid = GridColumns(len(f), {k: v[f] for k, v in self.grid.values.items()},
+                           {k: v[f] for k, v in self.grid.active.items()}, self.grid.searched)
+        return FrontResult(self.grid.n, int(self.feasible.sum()), f, self.values[f], grid, self.cols.take(f),
+                           self.knee, self.seconds, self.hypervolume)
 
-def run_grid(space: Space, objset: ObjectiveSet, base: Mapping[str, Any],
-             on_chunk: Callable[[int, Any, np.ndarray, np.ndarray], None] | None = None,
-             progress: Callable[[int], None] | None = None, chunk: int | None = None,
-             on_grid: Callable[[GridColumns], None] | None = None) -> GridResult:
-    """Evaluate every point of ``space`` (over the flat knobs ``base``) and find the exact front.
-    ``on_chunk(start, table, values, feasible)`` sees every evaluated chunk (e.g. to write it)."""
+
+def run_grid(space: Space, objset: ObjectiveSet, base: Mapping[str, Any], chunk: int | None = None) -> GridResult:
+    """Evaluate every point of ``space`` (over the flat knobs ``base``) and find the exact front,
+    keeping every point's objective values in memory (at most ``MAX_GRID`` points; the reference
+    for ``dse.search.grid.stream.stream_grid``, which `dse grid` runs)."""
     from dse.vector.evaluate import CHUNK
     check_closed_form(space)
     check_objectives(objset, base)
     t0 = time.perf_counter()
-    env = Columns.from_values(dict(base), 1)
-    base_env = {k: env.value(k, 0) for k in env.data}
-    grid = enumerate_space(space, base_env)
-    if on_grid is not None:
-        on_grid(grid)
+    grid = enumerate_space(space, resolved(base))
     cols = Columns.from_values({**base, **grid.values}, grid.n)
     valid = valid_rows(cols)
     values = np.empty((grid.n, len(objset.objectives)))
@@ -191,10 +227,6 @@ def run_grid(space: Space, objset: ObjectiveSet, base: Mapping[str, Any],
     for start, t in evaluate_chunks(cols, chunk or CHUNK):
         v, f = score_table(t, objset, valid[start:start + t.n])
         values[start:start + t.n], feasible[start:start + t.n] = v, f
-        if on_chunk is not None:
-            on_chunk(start, t, v, f)
-        if progress is not None:
-            progress(t.n)
     cand = np.flatnonzero(feasible & np.all(np.isfinite(values), axis=1))
     F = pareto.to_min(values[cand], objset.directions)
     mask = nondominated_fast(F)

@@ -8,32 +8,32 @@ from typing import Any, Mapping
 import numpy as np
 
 from dse.errors import ConfigError
-from dse.search.grid.grid import GridResult
+from dse.search.grid.grid import FrontResult
 from dse.search.space.objectives import ObjectiveSet
 from dse.spec.params import BY_NAME
 from dse.vector import evaluate_columns
 from dse.vector.columns import categories
 
 
-def front_json(res: GridResult, objset: ObjectiveSet, base: Mapping[str, Any], name: str,
+def front_json(res: FrontResult, objset: ObjectiveSet, base: Mapping[str, Any], name: str,
                model: str) -> dict[str, Any]:
     """The grid's summary and front, keyed as ``dse front --json`` keys a study's."""
-    rows = evaluate_columns(res.cols.take(res.front)) if len(res.front) else None
+    rows = evaluate_columns(res.cols) if len(res.front) else None
     base_design = {k: v for k, v in base.items() if k != "model"}
     entries = {}
     for j, i in enumerate(res.front.tolist()):
-        params = res.grid.params(i)
-        fixed = {k: _value(k, v[i]) for k, v in res.grid.values.items() if k not in res.grid.searched}
+        params = res.grid.params(j)
+        fixed = {k: _value(k, v[j]) for k, v in res.grid.values.items() if k not in res.grid.searched}
         entries[i] = {
             "trial": i,
             "params": params,
             "design": {**base_design, **fixed, **params},
-            "objectives": {o.name: float(v) for o, v in zip(objset.objectives, res.values[i])},
+            "objectives": {o.name: float(v) for o, v in zip(objset.objectives, res.values[j])},
             "feasible": True,
             "reason": "",
             "metrics": rows.row(j),
         }
-    n = res.grid.n
+    n = res.n
     return {
         "study": name,
         "objectives": [{"name": o.name, "metric": o.metric, "direction": o.direction, "aggregate": o.aggregate}
@@ -44,7 +44,7 @@ def front_json(res: GridResult, objset: ObjectiveSet, base: Mapping[str, Any], n
         "seconds": res.seconds,
         "points_per_s": n / res.seconds if res.seconds > 0 else None,
         "n_trials": n,
-        "n_feasible": int(res.feasible.sum()),
+        "n_feasible": res.n_feasible,
         "hypervolume": res.hypervolume,
         "front": list(entries.values()),
         "knee": entries.get(res.knee),
@@ -68,17 +68,18 @@ class ParquetSink:
         if not str(path).endswith(".parquet"):
             raise ConfigError(f"-o {path}: the table is written as parquet; give a .parquet file name")
         self.pa, self.pq, self.path = pa, pq, Path(path)
-        self.grid, self.objset, self.writer = None, objset, None   # grid: set once enumerated
+        self.objset, self.writer = objset, None
 
-    def __call__(self, start: int, t, values: np.ndarray, feasible: np.ndarray) -> None:
+    def __call__(self, start: int, grid, t, values: np.ndarray, feasible: np.ndarray) -> None:
+        """Write one chunk: ``grid`` holds its rows' knobs, ``t`` their metrics."""
         pa = self.pa
         stop = start + t.n
         cols: dict[str, Any] = {"point": np.arange(start, stop)}
-        for k in self.grid.searched:
-            v = self.grid.values[k][start:stop]
+        for k in grid.searched:
+            v = grid.values[k]
             if BY_NAME[k].kind == "str":
                 v = np.array(categories(k), dtype=object)[v]
-            cols[f"p.{k}"] = pa.array(v, mask=~self.grid.active[k][start:stop])
+            cols[f"p.{k}"] = pa.array(v, mask=~grid.active[k])
         for j, o in enumerate(self.objset.objectives):
             cols[f"o.{o.name}"] = values[:, j]
         cols["feasible"] = feasible

@@ -114,3 +114,15 @@ def test_cli_json_has_the_front_shape_and_refuses_trace_driven_inputs(tmp_path):
                        (("spaces/quickstart.toml", "--objectives", "objectives/full.toml"), "is trace-driven; `dse grid` evaluates the closed form only")):
         r = _dse("grid", *args)
         assert r.returncode == 2 and what in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_cli_checkpoint_is_removed_when_done_and_refused_with_a_table(tmp_path):
+    ck = tmp_path / "q.ckpt.npz"
+    plain = json.loads(_dse("grid", "spaces/quickstart.toml", "--json").stdout)
+    r = _dse("grid", "spaces/quickstart.toml", "--json", "--checkpoint", str(ck))
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert not ck.exists() and [e["trial"] for e in out["front"]] == [e["trial"] for e in plain["front"]]
+    r = _dse("grid", "spaces/quickstart.toml", "--checkpoint", str(ck), "-o", str(tmp_path / "t.parquet"))
+    assert r.returncode == 2 and "a parquet table cannot be resumed" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
