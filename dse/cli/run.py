@@ -55,9 +55,9 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dse.cli.jobs import bounded_jobs
     from dse.search.execute.runner import run_study
     from dse.search.execute.workers import release_workers
-    from dse.cli.jobs import bounded_jobs
     args.jobs = bounded_jobs(args.jobs)
     if args.scheduler is not None and args.backend != "dask":
         raise ConfigError(f"--scheduler {args.scheduler!r}: only with --backend dask")

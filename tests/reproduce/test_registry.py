@@ -14,7 +14,7 @@ from dse.reproduce.registry import EVIDENCE, half_unit_of_last_digit, judge, loa
 HIDDEN = "ablations_35b.fetch_fifo_to_load_aware_g2.ideal_mfu[0]"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rows() -> dict:
     return {r.key: r for r in reproduce()}
 
