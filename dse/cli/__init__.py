@@ -14,6 +14,7 @@ import sys
 from dse.errors import DSEError, disk_full
 
 COMMAND_MODULES = (
+    "dse.cli.init",
     "dse.cli.evaluate",
     "dse.cli.reproduce",
     "dse.cli.info",

@@ -15,7 +15,9 @@ def run_cli(capsys, *argv):
 
 def test_reproduce_exits_zero_when_exact_entries_pass(capsys):
     rc, out, _ = run_cli(capsys, "reproduce", "--only", "latency_35b")
-    assert rc == 0 and "latency_35b.rexpert_us_b8" in out and "exact misses: 0" in out
+    lines = [ln.strip() for ln in out.splitlines()]
+    assert rc == 0 and "latency_35b" in lines and any(ln.startswith("rexpert_us_b8 ") for ln in lines)
+    assert "exact misses: 0" in " ".join(out.split())
 
 
 def test_reproduce_json_lists_unmodelled_entries(capsys):
@@ -65,4 +67,51 @@ def test_reproduce_uncertainty_bands_and_classes_every_predicted_miss(capsys):
     for r in predicted:
         assert r["band"] is None or r["band"]["p5"] <= r["band"]["p95"]
     rc, out, _ = run_cli(capsys, "reproduce", "--uncertainty", "2", "--only", "communication")
-    assert "model-uncertainty bands (2 draws)" in out.splitlines()[-1]
+    assert "model-uncertainty bands (2 draws)" in " ".join(out.split("exact misses:")[-1].split())  # after the summary
+
+
+def figure_blocks(out: str) -> list[list[str]]:
+    """The table's figures, each as its lines: a figure line (indent 2), then its note lines (indent 4)."""
+    table = out.split("\n\n")[0].splitlines()[2:]                 # past the header and its rule
+    blocks: list[list[str]] = []
+    for ln in table:
+        if ln.startswith("    "):
+            blocks[-1].append(ln)
+        elif ln.startswith("  "):
+            blocks.append([ln])
+    return blocks
+
+
+def test_reproduce_fits_80_columns_in_at_most_two_lines_per_figure(capsys, monkeypatch):
+    """At COLUMNS=80 (issue 45: 1,107 lines, the longest 269 characters, a figure up to 15 lines)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    rc, out, _ = run_cli(capsys, "reproduce")
+    rows = json.loads(GOLDEN.read_text())["rows"]
+    blocks = figure_blocks(out)
+    assert len(blocks) == len(rows)
+    assert max(len(ln) for ln in out.splitlines()) <= 80
+    assert max(len(b) for b in blocks) == 2                      # notes shortened onto one line below
+    with_note = [b for b, r in zip(blocks, rows) if r["note"]]
+    assert all(len(b) == 2 for b in with_note)
+    rc, out, _ = run_cli(capsys, "reproduce", "--misses")
+    misses = [r for r in rows if r["status"] in ("miss", "error")]
+    assert len(figure_blocks(out)) == len(misses) and len(out.splitlines()) <= 3 * len(misses) + 10
+
+
+def test_reproduce_on_a_wide_terminal_keeps_each_figure_on_one_line(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "220")
+    rc, out, _ = run_cli(capsys, "reproduce")
+    blocks = figure_blocks(out)
+    assert len(blocks) == len(json.loads(GOLDEN.read_text())["rows"]) and {len(b) for b in blocks} == {1}
+    assert max(len(ln) for ln in out.splitlines()) <= 220
+    assert "note" in out.splitlines()[0]
+
+
+def test_reproduce_notes_prints_every_note_in_full(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    rows = {r["key"]: r for r in json.loads(GOLDEN.read_text())["rows"]}
+    _, out, _ = run_cli(capsys, "reproduce", "--notes", "--only", "area_power")
+    text = " ".join(ln.strip() for ln in out.splitlines())
+    notes = [r["note"] for k, r in rows.items() if k.startswith("area_power") and r["note"]]
+    assert notes and all(" ".join(n.split()) in text for n in notes)
+    assert max(len(ln) for ln in out.splitlines()) <= 80

@@ -14,7 +14,7 @@ from dse.reproduce.registry import EVIDENCE, half_unit_of_last_digit, judge, loa
 HIDDEN = "ablations_35b.fetch_fifo_to_load_aware_g2.ideal_mfu[0]"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rows() -> dict:
     return {r.key: r for r in reproduce()}
 
@@ -58,7 +58,7 @@ def test_misses_lists_misses_only(capsys):
     rc, out, _ = run_cli(capsys, "reproduce", "--misses", "--only", "latency_35b")
     assert rc == 0 and "h100_dies_iso_compute" not in out and "rexpert_us_b8" not in out
     rc, out, _ = run_cli(capsys, "reproduce", "--misses", "--only", "ablations_35b.fetch")
-    assert HIDDEN in out and "ideal_mfu[1]" not in out          # 0.733 vs 0.778 passes within 20 %
+    assert HIDDEN.split(".", 1)[1] in out and "ideal_mfu[1]" not in out          # 0.733 vs 0.778 passes within 20 %
 
 
 # ---- evidence classes ---------------------------------------------------------------------------
@@ -77,7 +77,7 @@ def test_json_carries_evidence_and_the_summary_counts_per_class(capsys):
         assert by[e]["pass"] == sum(r["evidence"] == e and r["status"] in ("pass", "rounding") for r in got)
         assert by[e]["miss"] == sum(r["evidence"] == e and r["status"] in ("miss", "error") for r in got)
     rc, out, _ = run_cli(capsys, "reproduce", "--only", "hierarchy")
-    last = out.strip().splitlines()[-1]
+    last = " ".join(out.strip().split("\n\n")[-1].split())       # the summary (wrapped to the terminal)
     assert all(f"{e} " in last for e in EVIDENCE) and "calibrated 1 pass / 0 miss" in last
 
 
