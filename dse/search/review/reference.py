@@ -18,6 +18,7 @@ the study (`dse explain`'s ``--from`` and ``--to``).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -52,6 +53,7 @@ class Evaluated:
     feasible: bool
     reason: str
     per_model: dict[str, tuple[bool, str]]       # model -> (feasible on it alone, why not)
+    violated: dict[str, list[str]] = field(default_factory=dict)   # model -> constraints it violates
 
 
 def reference_endpoint(cfg, spec: str) -> Endpoint:
@@ -106,11 +108,14 @@ def evaluate_as_study(cfg, design: Mapping[str, Any],
 def scored(cfg, metrics: dict[str, dict[str, Any]]) -> Evaluated:
     """An evaluation's ``{model: metrics}`` scored by the study's objectives, and per model."""
     sc = score(metrics, cfg.objectives)
-    per = {}
+    per, violated = {}, {}
     for m in cfg.models:
         one = score({m: metrics[m]}, cfg.objectives)
         per[m] = (one.feasible, one.reason)
-    return Evaluated(metrics, list(sc.values), sc.feasible, sc.reason, per)
+        own = re.sub(r"\s*\([^)]*\)", "", str(metrics[m].get("infeasible_reason") or "infeasible"))
+        cnames = [f"model: {own}"] + [c.name for c in cfg.objectives.constraints]
+        violated[m] = [n for n, v in zip(cnames, one.constraints) if v > 0]
+    return Evaluated(metrics, list(sc.values), sc.feasible, sc.reason, per, violated)
 
 
 def place(res, ev: Evaluated) -> dict[str, Any]:

@@ -1,0 +1,113 @@
+"""`dse explain STUDY.toml --from A --to B [--json]`: each objective's change from design A to design
+B split into per-knob contributions (Shapley values over the knobs that differ)."""
+from __future__ import annotations
+
+import argparse
+import textwrap
+
+from dse.cli.run import _int_arg, add_study_args, study_from_args
+from dse.report import dumps, fmt, table, terminal_width
+
+
+def register(sub) -> None:
+    p = sub.add_parser("explain", help="split the change of each objective from design A to B into per-knob "
+                                       "contributions (Shapley values)",
+                       description="Which knobs make B better (or worse) than A, and by how much: every hybrid "
+                                   "of A and B is evaluated as the study evaluates a trial, and each objective's "
+                                   "change is split into Shapley values over the knobs that differ (exact up to "
+                                   "--exact-max knobs, else sampled orders with standard errors). Also which "
+                                   "knobs make a design feasible or infeasible, on which model "
+                                   "(docs/guide/explain.md).")
+    add_study_args(p)
+    p.add_argument("--from", dest="from_", required=True, metavar="A",
+                   help="'published', 'knee', a trial number or a design TOML (as `dse export` writes it)")
+    p.add_argument("--to", required=True, metavar="B", help="as --from")
+    p.add_argument("--scale", choices=("auto", "log", "linear"), default="auto",
+                   help="log: contributions of ln(objective) that add up to ln(B/A); auto (default): log when "
+                        "every objective of A and B is positive, else linear")
+    p.add_argument("--exact-max", type=_int_arg, default=10, metavar="N",
+                   help="exact Shapley values (2^n hybrids) up to N differing knobs (default 10), else sampled")
+    p.add_argument("--orders", type=_int_arg, default=64, metavar="K", help="sampled orders (default 64)")
+    p.add_argument("--order-seed", type=_int_arg, default=0, metavar="S", help="seed of the sampled orders")
+    p.add_argument("--jobs", "-j", type=_int_arg, default=1, help="worker processes for the hybrids (default 1)")
+    p.add_argument("--json", action="store_true", help="JSON: scale, from, to, total, contributions, feasibility")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dse.errors import ConfigError
+    from dse.search.review import explain as ex
+    from dse.search.review.reference import endpoint
+    from dse.search.study.results import load_results
+    if args.orders < 1 or args.exact_max < 0 or args.jobs == 0:
+        raise ConfigError("--orders >= 1, --exact-max >= 0 and --jobs != 0")
+    cfg = study_from_args(args)
+    res = load_results(cfg)
+    a, b = endpoint(res, args.from_), endpoint(res, args.to)
+    out = ex.explain(res, a, b, scale=args.scale, exact_max=args.exact_max, orders=args.orders,
+                     seed=args.order_seed, jobs=args.jobs)
+    if args.json:
+        print(dumps(out))
+        return 0
+    print("\n".join(describe(out)))
+    return 0
+
+
+def describe(out) -> list[str]:
+    """The explanation as text: the two designs, the contribution table, feasibility, the rules."""
+    w = terminal_width()
+    lines = []
+    for end in ("from", "to"):
+        e = out[end]
+        objs = ", ".join(f"{k}={fmt(v)}" for k, v in e["objectives"].items())
+        lines.append(textwrap.fill(f"{end} {e['label']}: {objs}; "
+                                   + ("feasible" if e["feasible"] else f"infeasible ({e['reason']})"), w,
+                                   subsequent_indent="  "))
+    headers, rows = contribution_table(out)
+    lines.append(table(rows, headers, align="l" + "r" * (len(headers) - 1), max_width=w))
+    for k, why in out.get("not_attributable", {}).items():
+        lines.append(f"{k}: not attributable (a hybrid has no finite value: {why['hybrid']}: {why['reason']})")
+    lines += [textwrap.fill(s, w, subsequent_indent="  ") for s in feasibility_lines(out)]
+    lines += [textwrap.fill("rule: " + r, w, subsequent_indent="  ") for r in out["rules"]]
+    return lines
+
+
+def contribution_table(out) -> tuple[list[str], list[list]]:
+    """Headers and rows: one row per knob (sorted by its largest share), then the total; sampled
+    contributions carry +- their standard error."""
+    onames = list(out["total"])
+    se = out.get("stderr", {})
+
+    def cell(knob, n):
+        v = out["contributions"][knob][n]
+        if v is None:
+            return "-"
+        return f"{fmt(v)} ± {fmt(se[knob][n])}" if knob in se and se[knob][n] is not None else fmt(v)
+    total = out["total"]
+    order = sorted(out["contributions"], key=lambda k: -max(
+        (abs(v) / (abs(total[n]) or 1) for n, v in out["contributions"][k].items() if v is not None), default=0))
+    unit = "ln change" if out["scale"] == "log" else "change"
+    rows = [[k] + [cell(k, n) for n in onames] for k in order]
+    rows.append(["total (B vs A)"] + [fmt(total[n]) for n in onames])
+    if out["scale"] == "log":
+        rows.append(["ratio B/A"] + [fmt(2.718281828459045 ** total[n]) if total[n] is not None else "-"
+                                     for n in onames])
+    return [f"knob ({unit})"] + onames, rows
+
+
+def feasibility_lines(out) -> list[str]:
+    f = out["feasibility"]
+    lines = []
+    for knob, flips in f["flips"].items():
+        for e in flips:
+            lines.append(f"{knob} makes the design {e['makes']} on {e['model']} in {e['switches']} of its "
+                         f"{e['of']} switches"
+                         + (f" (violated: {'; '.join(e['violated'])})" if e["violated"] else ""))
+    if not lines:
+        lines.append("no knob switch changes feasibility on any model")
+    shares = [f"{k} {v['all']:+.3g} (" + ", ".join(f"{m} {x:+.3g}" for m, x in v.items() if m != "all") + ")"
+              for k, v in f["contributions"].items()]
+    if shares:
+        lines.append("feasibility shares (Shapley values of feasible = 1, adding up to B's minus A's): "
+                     + "; ".join(shares))
+    return lines

@@ -1,0 +1,186 @@
+"""Why design B beats design A: `dse explain STUDY --from A --to B`.
+
+Each objective's change from A to B is split into per-knob contributions, Shapley values over the
+knobs that differ (``dse.search.review.shapley``): a knob's contribution is the mean, over orders
+of switching the differing knobs from A's value to B's one at a time, of the change when that knob
+is switched. Every hybrid design (some knobs from A, the others from B) is evaluated exactly as
+the study evaluates a trial (``reference.evaluate_as_study``: the study's workload, models,
+aggregates, objectives and constraints), each once per call (in ``jobs`` processes).
+
+Rules, stated in the output (``rules``):
+
+* Players. A knob is a player, except that ``core_side`` and ``pe_groups_per_core`` are one player
+  when both differ (a hybrid with B's groups on A's side may exceed ``core_side**2``, which is no
+  design). A's and B's derived defaults are resolved first (``pe_groups_per_core`` unset means
+  ``core_side**2``), so a default and its explicit value are the same knob value.
+* Scale. ``log`` (contributions of the change of ln(objective), adding up to ln(B/A)) when every
+  objective of A and B is finite and positive, else ``linear``; ``scale`` chooses.
+* Infeasible hybrids count: their objectives are what the model computes. A hybrid whose objective
+  is not finite (a design the model cannot map or that is invalid; <= 0 on the log scale) leaves
+  that objective not attributable: its contributions are null and ``not_attributable`` names the
+  hybrid.
+* Feasibility. The contributions of the feasibility indicator (1 feasible, 0 not; overall and per
+  model) are Shapley values too (they add up to feasible(B) - feasible(A)), and ``flips`` lists,
+  per knob and model, the switches along the orders that made a design feasible or infeasible,
+  with the constraints violated on the infeasible side.
+* Exact over the 2^n coalitions up to ``exact_max`` players, else ``orders`` sampled orders
+  (seeded) with standard errors; either way each objective's contributions add up to its change.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from dse.errors import ConfigError
+from dse.search.execute.evaluation import evaluate_design
+from dse.search.review import shapley
+from dse.search.review.reference import Endpoint, Evaluated, resolved, scored
+from dse.spec.params import names
+
+SCALES = ("auto", "log", "linear")
+LINKED = (("core_side", "pe_groups_per_core"),)     # switched together when both differ
+
+
+def players(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """The players: knobs whose resolved values differ, linked knobs as one (module docstring)."""
+    differ = [k for k in a if a[k] != b.get(k)]
+    out: list[tuple[str, ...]] = []
+    taken: set[str] = set()
+    for k in differ:
+        if k in taken:
+            continue
+        group = next((g for g in LINKED if k in g and all(x in differ for x in g)), (k,))
+        taken.update(group)
+        out.append(tuple(group))
+    return out
+
+
+def hybrid(a: Mapping[str, Any], b: Mapping[str, Any], switched: frozenset, plist: Sequence[tuple[str, ...]]) -> dict:
+    """A's knobs with the players in ``switched`` at B's values."""
+    d = dict(a)
+    for i in switched:
+        for k in plist[i]:
+            d[k] = b[k]
+    return d
+
+
+def _outputs(cfg, ev: Evaluated, log: bool) -> np.ndarray:
+    objs = [(math.log(v) if v > 0 else math.nan) if log else v for v in ev.values]
+    objs = [v if math.isfinite(v) else math.nan for v in objs]
+    feas = [float(ev.feasible)] + [float(ev.per_model[m][0]) for m in cfg.models]
+    return np.array(objs + feas, dtype=float)
+
+
+def _evaluate_all(cfg, designs: list[dict], evaluator, jobs: int) -> list[Evaluated]:
+    tasks = [(d, tuple(cfg.models)) for d in designs]
+    if jobs == 1 or len(tasks) < 2:
+        metrics = [evaluator(d, m) for d, m in tasks]
+    else:
+        from joblib import Parallel, delayed
+        metrics = Parallel(n_jobs=jobs, backend="loky")(delayed(evaluator)(d, m) for d, m in tasks)
+    return [scored(cfg, m) for m in metrics]
+
+
+def explain(res, a: Endpoint, b: Endpoint, *, scale: str = "auto", exact_max: int = 10, orders: int = 64,
+            seed: int = 0, jobs: int = 1, evaluator: Callable = evaluate_design) -> dict[str, Any]:
+    """The explanation of B against A as JSON (see `dse explain --json`, docs/guide/explain.md)."""
+    cfg = res.cfg
+    if scale not in SCALES:
+        raise ConfigError(f"--scale {scale!r}: must be one of {', '.join(SCALES)}")
+    ra, rb = resolved(cfg, a.design), resolved(cfg, b.design)
+    work = {k: v for k, v in cfg.base.items() if k in set(names("workload"))}
+    plist = players(ra, rb)
+    labels = ["+".join(p) for p in plist]
+    cache: dict[frozenset, Evaluated] = {}
+
+    def values(coalitions):
+        todo = [c for c in coalitions if c not in cache]
+        designs = [{**work, **hybrid(ra, rb, c, plist)} for c in todo]
+        cache.update(zip(todo, _evaluate_all(cfg, designs, evaluator, jobs)))
+        return [_outputs(cfg, cache[c], use_log) for c in coalitions]
+
+    ends = _evaluate_all(cfg, [{**work, **ra}, {**work, **rb}], evaluator, jobs)
+    cache[frozenset()], cache[frozenset(range(len(plist)))] = ends
+    finite_pos = all(math.isfinite(v) and v > 0 for e in ends for v in e.values)
+    use_log = finite_pos if scale == "auto" else scale == "log"
+    att = shapley.shapley(len(plist), values, exact_max=exact_max, orders=orders, seed=seed)
+    onames = cfg.objectives.names
+    m = len(onames)
+    bad = {j: next(c for c, v in att.values.items() if not math.isfinite(v[j]))
+           for j in range(m) if not np.all(np.isfinite(att.phi[:, j]))}
+
+    def num(x):
+        return float(x) if math.isfinite(x) else None
+
+    out: dict[str, Any] = {
+        "scale": "log" if use_log else "linear",
+        "from": _end(cfg, a, ra, ends[0]), "to": _end(cfg, b, rb, ends[1]),
+        "total": {n: num(att.total[j]) for j, n in enumerate(onames)},
+        "contributions": {lab: {n: (None if j in bad else num(att.phi[i, j])) for j, n in enumerate(onames)}
+                          for i, lab in enumerate(labels)},
+        "players": [list(p) for p in plist],
+        "method": {"exact": att.exact, "orders": att.orders, "seed": seed if not att.exact else None,
+                   "evaluations": len(cache), "exact_max": exact_max},
+        "feasibility": _feasibility(cfg, att, plist, labels, cache),
+        "rules": rules(use_log, plist, att),
+    }
+    if att.stderr is not None:
+        out["stderr"] = {lab: {n: num(att.stderr[i, j]) for j, n in enumerate(onames)} for i, lab in enumerate(labels)}
+    if bad:
+        out["not_attributable"] = {onames[j]: {"hybrid": {k: v for k, v in hybrid(ra, rb, c, plist).items()
+                                                          if ra[k] != v}, "reason": cache[c].reason}
+                                   for j, c in bad.items()}
+    return out
+
+
+def _end(cfg, ep: Endpoint, params: dict, ev: Evaluated) -> dict[str, Any]:
+    return {"label": ep.label, "trial": ep.trial, "params": params,
+            "objectives": {n: (v if math.isfinite(v) else None) for n, v in zip(cfg.objectives.names, ev.values)},
+            "feasible": ev.feasible, "reason": ev.reason,
+            "per_model": {k: {"feasible": f, "violated": ev.violated.get(k, [])} for k, (f, _) in ev.per_model.items()}}
+
+
+def _feasibility(cfg, att, plist, labels, cache) -> dict[str, Any]:
+    """Shapley shares of the feasibility indicators and the switches that flip them."""
+    m = len(cfg.objectives.names)
+    keys = ["all"] + list(cfg.models)
+    shares = {lab: {k: float(att.phi[i, m + j]) for j, k in enumerate(keys)} for i, lab in enumerate(labels)}
+    flips: dict[str, list[dict[str, Any]]] = {}
+    steps = [sum(1 for i, _ in att.edges if i == p) for p in range(len(plist))]
+    for i, s in att.edges:
+        before, after = cache[s], cache[s | {i}]
+        for model in cfg.models:
+            fb, fa = before.per_model[model][0], after.per_model[model][0]
+            if fb == fa:
+                continue
+            bad = after if fb else before
+            entry = next((e for e in flips.setdefault(labels[i], [])
+                          if e["model"] == model and e["makes"] == ("infeasible" if fb else "feasible")), None)
+            if entry is None:
+                entry = {"model": model, "makes": "infeasible" if fb else "feasible", "switches": 0,
+                         "of": steps[i], "violated": []}
+                flips[labels[i]].append(entry)
+            entry["switches"] += 1
+            for v in bad.violated.get(model, []):
+                if v not in entry["violated"]:
+                    entry["violated"].append(v)
+    return {"contributions": {k: v for k, v in shares.items() if any(abs(x) > 1e-12 for x in v.values())},
+            "flips": flips}
+
+
+def rules(use_log: bool, plist, att) -> list[str]:
+    """The rules this explanation follows, in words."""
+    out = ["contributions of ln(objective) changes, adding up to ln(B/A) per objective" if use_log else
+           "contributions of objective changes in the objective's units, adding up to B - A"]
+    linked = [p for p in plist if len(p) > 1]
+    if linked:
+        out.append("switched together as one player (a hybrid of them may be no design): "
+                   + "; ".join("+".join(p) for p in linked))
+    out.append(f"exact Shapley values over all {2 ** len(plist)} hybrids" if att.exact else
+               f"Shapley values estimated from {att.orders} sampled orders (seeded), with standard errors; "
+               f"every order telescopes, so the contributions still add up to the change")
+    out.append("infeasible hybrids count with the objectives the model computes; an objective that is not finite "
+               "on a hybrid is not attributable")
+    return out
