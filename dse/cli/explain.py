@@ -29,6 +29,10 @@ def register(sub) -> None:
                    help="exact Shapley values (2^n hybrids) up to N differing knobs (default 10), else sampled")
     p.add_argument("--orders", type=_int_arg, default=64, metavar="K", help="sampled orders (default 64)")
     p.add_argument("--order-seed", type=_int_arg, default=0, metavar="S", help="seed of the sampled orders")
+    p.add_argument("--nonfinite", choices=("worst", "skip"), default="worst",
+                   help="a hybrid whose objective is not finite (cannot be mapped, priced or built): worst "
+                        "(default) takes the worst finite value of the hybrids, skip leaves the objective "
+                        "unattributed")
     p.add_argument("--jobs", "-j", type=_int_arg, default=1, help="worker processes for the hybrids (default 1)")
     p.add_argument("--json", action="store_true", help="JSON: scale, from, to, total, contributions, feasibility")
     p.set_defaults(func=run)
@@ -45,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     res = load_results(cfg)
     a, b = endpoint(res, args.from_), endpoint(res, args.to)
     out = ex.explain(res, a, b, scale=args.scale, exact_max=args.exact_max, orders=args.orders,
-                     seed=args.order_seed, jobs=args.jobs)
+                     seed=args.order_seed, jobs=args.jobs, nonfinite=args.nonfinite)
     if args.json:
         print(dumps(out))
         return 0
@@ -66,8 +70,21 @@ def describe(out) -> list[str]:
     headers, rows = contribution_table(out)
     lines.append(table(rows, headers, align="l" + "r" * (len(headers) - 1), max_width=w))
     for k, why in out.get("not_attributable", {}).items():
-        lines.append(f"{k}: not attributable (a hybrid has no finite value: {why['hybrid']}: {why['reason']})")
-    lines += [textwrap.fill(s, w, subsequent_indent="  ") for s in feasibility_lines(out)]
+        lines.append(textwrap.fill(f"{k}: not attributable (the hybrid switching {', '.join(why['switched'])} has no "
+                                   f"finite value: {_short(why['reason'])})", w, subsequent_indent="  "))
+    for k, why in out.get("nonfinite", {}).items():
+        ex = why["example"]
+        lines.append(textwrap.fill(f"{k}: {why['hybrids']} hybrid(s) without a finite value took {why['value']} "
+                                   f"(e.g. switching {', '.join(ex['switched'])}: {_short(ex['reason'])})", w,
+                                   subsequent_indent="  "))
+    headers, rows = feasibility_table(out)
+    if rows:
+        lines.append(textwrap.fill("feasibility: each knob's share of feasible(B) - feasible(A) (Shapley values of "
+                                   "feasible = 1), overall and per model, and the switches that flip it:", w))
+        lines.append(table(rows, headers, align="l" + "r" * (len(headers) - 1), max_width=w))
+        lines += [textwrap.fill(s, w, subsequent_indent="  ") for s in flip_lines(out)]
+    else:
+        lines.append("feasibility: no knob switch changes feasibility on any model")
     lines += [textwrap.fill("rule: " + r, w, subsequent_indent="  ") for r in out["rules"]]
     return lines
 
@@ -95,19 +112,32 @@ def contribution_table(out) -> tuple[list[str], list[list]]:
     return [f"knob ({unit})"] + onames, rows
 
 
-def feasibility_lines(out) -> list[str]:
+def _short(text: str, n: int = 160) -> str:
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
+def feasibility_table(out) -> tuple[list[str], list[list]]:
+    """One row per knob with a share of the feasibility change (overall and per model)."""
     f = out["feasibility"]
-    lines = []
-    for knob, flips in f["flips"].items():
+    models = list(out["from"]["per_model"])
+    rows = [[k, f"{sh.get('all', 0):+.3g}"] + [f"{sh.get(m, 0):+.3g}" for m in models]
+            for k, sh in sorted(f["contributions"].items(), key=lambda kv: -abs(kv[1].get("all", 0)))]
+    return ["knob", "all"] + models, rows
+
+
+def flip_lines(out) -> list[str]:
+    """Per model: the constraints violated on the infeasible side of the switches that flip its
+    feasibility, and the knobs flipping it most often (--json: every flip)."""
+    by_model: dict[str, dict] = {}
+    for knob, flips in out["feasibility"]["flips"].items():
         for e in flips:
-            lines.append(f"{knob} makes the design {e['makes']} on {e['model']} in {e['switches']} of its "
-                         f"{e['of']} switches"
-                         + (f" (violated: {'; '.join(e['violated'])})" if e["violated"] else ""))
-    if not lines:
-        lines.append("no knob switch changes feasibility on any model")
-    shares = [f"{k} {v['all']:+.3g} (" + ", ".join(f"{m} {x:+.3g}" for m, x in v.items() if m != "all") + ")"
-              for k, v in f["contributions"].items()]
-    if shares:
-        lines.append("feasibility shares (Shapley values of feasible = 1, adding up to B's minus A's): "
-                     + "; ".join(shares))
+            d = by_model.setdefault(e["model"], {"violated": [], "knobs": {}})
+            d["violated"] += [v for v in e["violated"] if v not in d["violated"]]
+            key = f"{knob} to {e['makes']}"
+            d["knobs"][key] = d["knobs"].get(key, 0) + e["switches"]
+    lines = []
+    for model, d in by_model.items():
+        top = sorted(d["knobs"].items(), key=lambda kv: -kv[1])[:4]
+        lines.append(f"{model}: flipped where {'; '.join(d['violated']) or 'the model'} is violated; most often by "
+                     + ", ".join(f"{k} ({n} switches)" for k, n in top))
     return lines

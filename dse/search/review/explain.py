@@ -16,9 +16,11 @@ Rules, stated in the output (``rules``):
 * Scale. ``log`` (contributions of the change of ln(objective), adding up to ln(B/A)) when every
   objective of A and B is finite and positive, else ``linear``; ``scale`` chooses.
 * Infeasible hybrids count: their objectives are what the model computes. A hybrid whose objective
-  is not finite (a design the model cannot map or that is invalid; <= 0 on the log scale) leaves
-  that objective not attributable: its contributions are null and ``not_attributable`` names the
-  hybrid.
+  is not finite (a design the model cannot map, price or build; <= 0 on the log scale) takes, with
+  ``nonfinite = "worst"`` (the default), the worst finite value of that objective over the hybrids
+  evaluated (A and B are finite, so the contributions still add up to the change);
+  ``nonfinite`` names the objective, the count and an example. With ``nonfinite = "skip"`` that
+  objective is not attributable: its contributions are null.
 * Feasibility. The contributions of the feasibility indicator (1 feasible, 0 not; overall and per
   model) are Shapley values too (they add up to feasible(B) - feasible(A)), and ``flips`` lists,
   per knob and model, the switches along the orders that made a design feasible or infeasible,
@@ -40,6 +42,7 @@ from dse.search.review.reference import Endpoint, Evaluated, resolved, scored
 from dse.spec.params import names
 
 SCALES = ("auto", "log", "linear")
+NONFINITE = ("worst", "skip")
 LINKED = (("core_side", "pe_groups_per_core"),)     # switched together when both differ
 
 
@@ -84,27 +87,39 @@ def _evaluate_all(cfg, designs: list[dict], evaluator, jobs: int) -> list[Evalua
 
 
 def explain(res, a: Endpoint, b: Endpoint, *, scale: str = "auto", exact_max: int = 10, orders: int = 64,
-            seed: int = 0, jobs: int = 1, evaluator: Callable = evaluate_design) -> dict[str, Any]:
+            seed: int = 0, jobs: int = 1, nonfinite: str = "worst",
+            evaluator: Callable = evaluate_design) -> dict[str, Any]:
     """The explanation of B against A as JSON (see `dse explain --json`, docs/guide/explain.md)."""
     cfg = res.cfg
     if scale not in SCALES:
         raise ConfigError(f"--scale {scale!r}: must be one of {', '.join(SCALES)}")
+    if nonfinite not in NONFINITE:
+        raise ConfigError(f"--nonfinite {nonfinite!r}: must be one of {', '.join(NONFINITE)}")
     ra, rb = resolved(cfg, a.design), resolved(cfg, b.design)
     work = {k: v for k, v in cfg.base.items() if k in set(names("workload"))}
     plist = players(ra, rb)
     labels = ["+".join(p) for p in plist]
     cache: dict[frozenset, Evaluated] = {}
+    filled: dict[int, list[frozenset]] = {}
 
     def values(coalitions):
         todo = [c for c in coalitions if c not in cache]
         designs = [{**work, **hybrid(ra, rb, c, plist)} for c in todo]
         cache.update(zip(todo, _evaluate_all(cfg, designs, evaluator, jobs)))
-        return [_outputs(cfg, cache[c], use_log) for c in coalitions]
+        V = np.array([_outputs(cfg, cache[c], use_log) for c in coalitions])
+        if nonfinite == "worst":
+            for j, o in enumerate(cfg.objectives.objectives):
+                holes = ~np.isfinite(V[:, j])
+                if holes.any() and all(math.isfinite(x) for x in ends_out[:, j]):   # else: no total to split
+                    V[holes, j] = np.nanmax(V[:, j]) if o.direction == "minimize" else np.nanmin(V[:, j])
+                    filled[j] = [c for c, h in zip(coalitions, holes) if h]
+        return list(V)
 
     ends = _evaluate_all(cfg, [{**work, **ra}, {**work, **rb}], evaluator, jobs)
     cache[frozenset()], cache[frozenset(range(len(plist)))] = ends
     finite_pos = all(math.isfinite(v) and v > 0 for e in ends for v in e.values)
     use_log = finite_pos if scale == "auto" else scale == "log"
+    ends_out = np.array([_outputs(cfg, e, use_log) for e in ends])
     att = shapley.shapley(len(plist), values, exact_max=exact_max, orders=orders, seed=seed)
     onames = cfg.objectives.names
     m = len(onames)
@@ -124,15 +139,22 @@ def explain(res, a: Endpoint, b: Endpoint, *, scale: str = "auto", exact_max: in
         "method": {"exact": att.exact, "orders": att.orders, "seed": seed if not att.exact else None,
                    "evaluations": len(cache), "exact_max": exact_max},
         "feasibility": _feasibility(cfg, att, plist, labels, cache),
-        "rules": rules(use_log, plist, att),
+        "rules": rules(use_log, plist, att, nonfinite),
     }
     if att.stderr is not None:
         out["stderr"] = {lab: {n: num(att.stderr[i, j]) for j, n in enumerate(onames)} for i, lab in enumerate(labels)}
     if bad:
-        out["not_attributable"] = {onames[j]: {"hybrid": {k: v for k, v in hybrid(ra, rb, c, plist).items()
-                                                          if ra[k] != v}, "reason": cache[c].reason}
-                                   for j, c in bad.items()}
+        out["not_attributable"] = {onames[j]: _example(ra, rb, c, plist, cache) for j, c in bad.items()}
+    if filled:
+        out["nonfinite"] = {onames[j]: {"hybrids": len(cs), "value": "the worst finite value over the hybrids",
+                                        "example": _example(ra, rb, cs[0], plist, cache)}
+                            for j, cs in filled.items()}
     return out
+
+
+def _example(ra, rb, c, plist, cache) -> dict[str, Any]:
+    """A hybrid named by the knobs switched to B's values, with why it is infeasible."""
+    return {"switched": ["+".join(plist[i]) for i in sorted(c)], "reason": cache[c].reason}
 
 
 def _end(cfg, ep: Endpoint, params: dict, ev: Evaluated) -> dict[str, Any]:
@@ -170,7 +192,7 @@ def _feasibility(cfg, att, plist, labels, cache) -> dict[str, Any]:
             "flips": flips}
 
 
-def rules(use_log: bool, plist, att) -> list[str]:
+def rules(use_log: bool, plist, att, nonfinite: str = "worst") -> list[str]:
     """The rules this explanation follows, in words."""
     out = ["contributions of ln(objective) changes, adding up to ln(B/A) per objective" if use_log else
            "contributions of objective changes in the objective's units, adding up to B - A"]
@@ -181,6 +203,7 @@ def rules(use_log: bool, plist, att) -> list[str]:
     out.append(f"exact Shapley values over all {2 ** len(plist)} hybrids" if att.exact else
                f"Shapley values estimated from {att.orders} sampled orders (seeded), with standard errors; "
                f"every order telescopes, so the contributions still add up to the change")
-    out.append("infeasible hybrids count with the objectives the model computes; an objective that is not finite "
-               "on a hybrid is not attributable")
+    out.append("infeasible hybrids count with the objectives the model computes; " + (
+        "a hybrid whose objective is not finite takes the worst finite value of that objective over the hybrids"
+        if nonfinite == "worst" else "an objective that is not finite on a hybrid is not attributable"))
     return out

@@ -113,6 +113,7 @@ def scored(cfg, metrics: dict[str, dict[str, Any]]) -> Evaluated:
         one = score({m: metrics[m]}, cfg.objectives)
         per[m] = (one.feasible, one.reason)
         own = re.sub(r"\s*\([^)]*\)", "", str(metrics[m].get("infeasible_reason") or "infeasible"))
+        own = re.sub(r"\b\d+(\.\d+)?\b", "x", own)         # one name for every hybrid (numbers vary)
         cnames = [f"model: {own}"] + [c.name for c in cfg.objectives.constraints]
         violated[m] = [n for n, v in zip(cnames, one.constraints) if v > 0]
     return Evaluated(metrics, list(sc.values), sc.feasible, sc.reason, per, violated)
