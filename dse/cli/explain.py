@@ -7,6 +7,7 @@ import textwrap
 
 from dse.cli.run import _int_arg, add_study_args, study_from_args
 from dse.report import dumps, fmt, table, terminal_width
+from dse.search.review.explain import contribution_table, feasibility_table, flip_lines, short
 
 
 def register(sub) -> None:
@@ -40,7 +41,6 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dse.errors import ConfigError
-    from dse.search.review import explain as ex
     from dse.search.review.reference import endpoint
     from dse.search.study.results import load_results
     if args.orders < 1 or args.exact_max < 0 or args.jobs == 0:
@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     cfg = study_from_args(args)
     res = load_results(cfg)
     a, b = endpoint(res, args.from_), endpoint(res, args.to)
-    out = ex.explain(res, a, b, scale=args.scale, exact_max=args.exact_max, orders=args.orders,
+    from dse.search.review.explain import explain
+    out = explain(res, a, b, scale=args.scale, exact_max=args.exact_max, orders=args.orders,
                      seed=args.order_seed, jobs=args.jobs, nonfinite=args.nonfinite)
     if args.json:
         print(dumps(out))
@@ -71,11 +72,11 @@ def describe(out) -> list[str]:
     lines.append(table(rows, headers, align="l" + "r" * (len(headers) - 1), max_width=w))
     for k, why in out.get("not_attributable", {}).items():
         lines.append(textwrap.fill(f"{k}: not attributable (the hybrid switching {', '.join(why['switched'])} has no "
-                                   f"finite value: {_short(why['reason'])})", w, subsequent_indent="  "))
+                                   f"finite value: {short(why['reason'])})", w, subsequent_indent="  "))
     for k, why in out.get("nonfinite", {}).items():
         ex = why["example"]
         lines.append(textwrap.fill(f"{k}: {why['hybrids']} hybrid(s) without a finite value took {why['value']} "
-                                   f"(e.g. switching {', '.join(ex['switched'])}: {_short(ex['reason'])})", w,
+                                   f"(e.g. switching {', '.join(ex['switched'])}: {short(ex['reason'])})", w,
                                    subsequent_indent="  "))
     headers, rows = feasibility_table(out)
     if rows:
@@ -86,58 +87,4 @@ def describe(out) -> list[str]:
     else:
         lines.append("feasibility: no knob switch changes feasibility on any model")
     lines += [textwrap.fill("rule: " + r, w, subsequent_indent="  ") for r in out["rules"]]
-    return lines
-
-
-def contribution_table(out) -> tuple[list[str], list[list]]:
-    """Headers and rows: one row per knob (sorted by its largest share), then the total; sampled
-    contributions carry +- their standard error."""
-    onames = list(out["total"])
-    se = out.get("stderr", {})
-
-    def cell(knob, n):
-        v = out["contributions"][knob][n]
-        if v is None:
-            return "-"
-        return f"{fmt(v)} ± {fmt(se[knob][n])}" if knob in se and se[knob][n] is not None else fmt(v)
-    total = out["total"]
-    order = sorted(out["contributions"], key=lambda k: -max(
-        (abs(v) / (abs(total[n]) or 1) for n, v in out["contributions"][k].items() if v is not None), default=0))
-    unit = "ln change" if out["scale"] == "log" else "change"
-    rows = [[k] + [cell(k, n) for n in onames] for k in order]
-    rows.append(["total (B vs A)"] + [fmt(total[n]) for n in onames])
-    if out["scale"] == "log":
-        rows.append(["ratio B/A"] + [fmt(2.718281828459045 ** total[n]) if total[n] is not None else "-"
-                                     for n in onames])
-    return [f"knob ({unit})"] + onames, rows
-
-
-def _short(text: str, n: int = 160) -> str:
-    return text if len(text) <= n else text[:n - 3] + "..."
-
-
-def feasibility_table(out) -> tuple[list[str], list[list]]:
-    """One row per knob with a share of the feasibility change (overall and per model)."""
-    f = out["feasibility"]
-    models = list(out["from"]["per_model"])
-    rows = [[k, f"{sh.get('all', 0):+.3g}"] + [f"{sh.get(m, 0):+.3g}" for m in models]
-            for k, sh in sorted(f["contributions"].items(), key=lambda kv: -abs(kv[1].get("all", 0)))]
-    return ["knob", "all"] + models, rows
-
-
-def flip_lines(out) -> list[str]:
-    """Per model: the constraints violated on the infeasible side of the switches that flip its
-    feasibility, and the knobs flipping it most often (--json: every flip)."""
-    by_model: dict[str, dict] = {}
-    for knob, flips in out["feasibility"]["flips"].items():
-        for e in flips:
-            d = by_model.setdefault(e["model"], {"violated": [], "knobs": {}})
-            d["violated"] += [v for v in e["violated"] if v not in d["violated"]]
-            key = f"{knob} to {e['makes']}"
-            d["knobs"][key] = d["knobs"].get(key, 0) + e["switches"]
-    lines = []
-    for model, d in by_model.items():
-        top = sorted(d["knobs"].items(), key=lambda kv: -kv[1])[:4]
-        lines.append(f"{model}: flipped where {'; '.join(d['violated']) or 'the model'} is violated; most often by "
-                     + ", ".join(f"{k} ({n} switches)" for k, n in top))
     return lines

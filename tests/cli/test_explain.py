@@ -37,3 +37,25 @@ def test_explain_json_and_table(catalog_study, capsys):
     assert "total (B vs A)" in text and "rule:" in text
     assert main(["explain", str(catalog_study), "--from", "published", "--to", "999"]) == 2
     assert "no such trial" in capsys.readouterr().err
+
+
+def test_plot_and_report_mark_the_reference(catalog_study, tmp_path, capsys):
+    assert main(["plot", str(catalog_study), "--reference", "published", "-o", str(tmp_path / "p")]) == 0
+    capsys.readouterr()
+    from dse.search import load_results, load_study
+    from dse.search.review import reference as rf
+    from dse.viz.study_plots import front_figure
+    res = load_results(load_study(catalog_study))
+    ep = rf.reference_endpoint(res.cfg, "published")
+    ref = rf.reference_json(res, ep, rf.evaluate_as_study(res.cfg, ep.design))
+    fig = front_figure(res, ref)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(s.startswith("reference: published design") for s in labels)
+    out = tmp_path / "r.md"
+    assert main(["report", str(catalog_study), "-o", str(out), "--no-reproduce"]) == 0
+    text = out.read_text()
+    assert "## Reference design" in text and "## The knee against the reference design" in text
+    assert "total (B vs A)" in text and "| reference |" in text
+    assert main(["report", str(catalog_study), "-o", str(tmp_path / "r2.md"), "--no-reproduce",
+                 "--no-reference"]) == 0
+    assert "Reference design" not in (tmp_path / "r2.md").read_text()

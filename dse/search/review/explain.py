@@ -36,6 +36,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from dse.errors import ConfigError
+from dse.report import fmt
 from dse.search.execute.evaluation import evaluate_design
 from dse.search.review import shapley
 from dse.search.review.reference import Endpoint, Evaluated, resolved, scored
@@ -86,6 +87,32 @@ def _evaluate_all(cfg, designs: list[dict], evaluator, jobs: int) -> list[Evalua
     return [scored(cfg, m) for m in metrics]
 
 
+class _Hybrids:
+    """The hybrids of A and B, each evaluated once (``values``: the outputs of coalitions, non-finite
+    objectives filled with the worst finite value under ``nonfinite = "worst"``)."""
+
+    def __init__(self, cfg, ra, rb, work, plist, use_log, nonfinite, evaluator, jobs):
+        self.cfg, self.ra, self.rb, self.work, self.plist = cfg, ra, rb, work, plist
+        self.use_log, self.nonfinite, self.evaluator, self.jobs = use_log, nonfinite, evaluator, jobs
+        self.cache: dict[frozenset, Evaluated] = {}
+        self.filled: dict[int, list[frozenset]] = {}
+        self.ends_out = np.zeros((2, 0))
+
+    def values(self, coalitions):
+        cfg = self.cfg
+        todo = [c for c in coalitions if c not in self.cache]
+        designs = [{**self.work, **hybrid(self.ra, self.rb, c, self.plist)} for c in todo]
+        self.cache.update(zip(todo, _evaluate_all(cfg, designs, self.evaluator, self.jobs)))
+        V = np.array([_outputs(cfg, self.cache[c], self.use_log) for c in coalitions])
+        if self.nonfinite == "worst":
+            for j, o in enumerate(cfg.objectives.objectives):
+                holes = ~np.isfinite(V[:, j])
+                if holes.any() and np.all(np.isfinite(self.ends_out[:, j])):   # else: no total to split
+                    V[holes, j] = np.nanmax(V[:, j]) if o.direction == "minimize" else np.nanmin(V[:, j])
+                    self.filled[j] = [c for c, h in zip(coalitions, holes) if h]
+        return list(V)
+
+
 def explain(res, a: Endpoint, b: Endpoint, *, scale: str = "auto", exact_max: int = 10, orders: int = 64,
             seed: int = 0, jobs: int = 1, nonfinite: str = "worst",
             evaluator: Callable = evaluate_design) -> dict[str, Any]:
@@ -99,27 +126,14 @@ def explain(res, a: Endpoint, b: Endpoint, *, scale: str = "auto", exact_max: in
     work = {k: v for k, v in cfg.base.items() if k in set(names("workload"))}
     plist = players(ra, rb)
     labels = ["+".join(p) for p in plist]
-    cache: dict[frozenset, Evaluated] = {}
-    filled: dict[int, list[frozenset]] = {}
-
-    def values(coalitions):
-        todo = [c for c in coalitions if c not in cache]
-        designs = [{**work, **hybrid(ra, rb, c, plist)} for c in todo]
-        cache.update(zip(todo, _evaluate_all(cfg, designs, evaluator, jobs)))
-        V = np.array([_outputs(cfg, cache[c], use_log) for c in coalitions])
-        if nonfinite == "worst":
-            for j, o in enumerate(cfg.objectives.objectives):
-                holes = ~np.isfinite(V[:, j])
-                if holes.any() and all(math.isfinite(x) for x in ends_out[:, j]):   # else: no total to split
-                    V[holes, j] = np.nanmax(V[:, j]) if o.direction == "minimize" else np.nanmin(V[:, j])
-                    filled[j] = [c for c, h in zip(coalitions, holes) if h]
-        return list(V)
-
     ends = _evaluate_all(cfg, [{**work, **ra}, {**work, **rb}], evaluator, jobs)
-    cache[frozenset()], cache[frozenset(range(len(plist)))] = ends
     finite_pos = all(math.isfinite(v) and v > 0 for e in ends for v in e.values)
     use_log = finite_pos if scale == "auto" else scale == "log"
-    ends_out = np.array([_outputs(cfg, e, use_log) for e in ends])
+    h = _Hybrids(cfg, ra, rb, work, plist, use_log, nonfinite, evaluator, jobs)
+    h.cache[frozenset()], h.cache[frozenset(range(len(plist)))] = ends
+    h.ends_out = np.array([_outputs(cfg, e, use_log) for e in ends])
+    cache, filled = h.cache, h.filled
+    values = h.values
     att = shapley.shapley(len(plist), values, exact_max=exact_max, orders=orders, seed=seed)
     onames = cfg.objectives.names
     m = len(onames)
@@ -207,3 +221,59 @@ def rules(use_log: bool, plist, att, nonfinite: str = "worst") -> list[str]:
         "a hybrid whose objective is not finite takes the worst finite value of that objective over the hybrids"
         if nonfinite == "worst" else "an objective that is not finite on a hybrid is not attributable"))
     return out
+
+
+# ---- the explanation as tables (dse explain, dse report) ----
+def contribution_table(out) -> tuple[list[str], list[list]]:
+    """Headers and rows: one row per knob (sorted by its largest share), then the total; sampled
+    contributions carry +- their standard error."""
+    onames = list(out["total"])
+    se = out.get("stderr", {})
+
+    def cell(knob, n):
+        v = out["contributions"][knob][n]
+        if v is None:
+            return "-"
+        return f"{fmt(v)} ± {fmt(se[knob][n])}" if knob in se and se[knob][n] is not None else fmt(v)
+    total = out["total"]
+    order = sorted(out["contributions"], key=lambda k: -max(
+        (abs(v) / (abs(total[n]) or 1) for n, v in out["contributions"][k].items() if v is not None), default=0))
+    unit = "ln change" if out["scale"] == "log" else "change"
+    rows = [[k] + [cell(k, n) for n in onames] for k in order]
+    rows.append(["total (B vs A)"] + [fmt(total[n]) for n in onames])
+    if out["scale"] == "log":
+        rows.append(["ratio B/A"] + [fmt(2.718281828459045 ** total[n]) if total[n] is not None else "-"
+                                     for n in onames])
+    return [f"knob ({unit})"] + onames, rows
+
+
+def short(text: str, n: int = 160) -> str:
+    """``text`` cut to ``n`` characters."""
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
+def feasibility_table(out) -> tuple[list[str], list[list]]:
+    """One row per knob with a share of the feasibility change (overall and per model)."""
+    f = out["feasibility"]
+    models = list(out["from"]["per_model"])
+    rows = [[k, f"{sh.get('all', 0):+.3g}"] + [f"{sh.get(m, 0):+.3g}" for m in models]
+            for k, sh in sorted(f["contributions"].items(), key=lambda kv: -abs(kv[1].get("all", 0)))]
+    return ["knob", "all"] + models, rows
+
+
+def flip_lines(out) -> list[str]:
+    """Per model: the constraints violated on the infeasible side of the switches that flip its
+    feasibility, and the knobs flipping it most often (--json: every flip)."""
+    by_model: dict[str, dict] = {}
+    for knob, flips in out["feasibility"]["flips"].items():
+        for e in flips:
+            d = by_model.setdefault(e["model"], {"violated": [], "knobs": {}})
+            d["violated"] += [v for v in e["violated"] if v not in d["violated"]]
+            key = f"{knob} to {e['makes']}"
+            d["knobs"][key] = d["knobs"].get(key, 0) + e["switches"]
+    lines = []
+    for model, d in by_model.items():
+        top = sorted(d["knobs"].items(), key=lambda kv: -kv[1])[:4]
+        lines.append(f"{model}: flipped where {'; '.join(d['violated']) or 'the model'} is violated; most often by "
+                     + ", ".join(f"{k} ({n} switches)" for k, n in top))
+    return lines
