@@ -4,8 +4,9 @@ Each objective's change from A to B is split into per-knob contributions, Shaple
 knobs that differ (``dse.search.review.shapley``): a knob's contribution is the mean, over orders
 of switching the differing knobs from A's value to B's one at a time, of the change when that knob
 is switched. Every hybrid design (some knobs from A, the others from B) is evaluated exactly as
-the study evaluates a trial (``reference.evaluate_as_study``: the study's workload, models,
-aggregates, objectives and constraints), each once per call (in ``jobs`` processes).
+the study evaluates a trial (the study's evaluation function on its workload and models, scored by
+its aggregates, objectives and constraints), each once per call, on `dse run`'s evaluation pool
+(``jobs`` processes, each scheduling domain on one of them).
 
 Rules, stated in the output (``rules``):
 
@@ -77,23 +78,26 @@ def _outputs(cfg, ev: Evaluated, log: bool) -> np.ndarray:
     return np.array(objs + feas, dtype=float)
 
 
-def _evaluate_all(cfg, designs: list[dict], evaluator, jobs: int) -> list[Evaluated]:
-    tasks = [(d, tuple(cfg.models)) for d in designs]
-    if jobs == 1 or len(tasks) < 2:
-        metrics = [evaluator(d, m) for d, m in tasks]
-    else:
-        from joblib import Parallel, delayed
-        metrics = Parallel(n_jobs=jobs, backend="loky")(delayed(evaluator)(d, m) for d, m in tasks)
-    return [scored(cfg, m) for m in metrics]
+def _evaluate_all(cfg, designs: list[dict], evaluator, pool) -> list[Evaluated]:
+    """Evaluate ``designs`` on the study's pool (``dse run``'s: each scheduling domain on one
+    worker, whose caches it keeps); a failed evaluation scores as no metrics (non-finite)."""
+    from dse.search.execute.warm import domain_key
+    handles = [pool.submit(evaluator, d, cfg.models, group=domain_key(d)) for d in designs]
+    out = []
+    for h in handles:
+        r = pool.result(h)
+        out.append(scored(cfg, r.metrics if r.ok else {m: {"feasible": False, "infeasible_reason": r.error}
+                                                        for m in cfg.models}))
+    return out
 
 
 class _Hybrids:
     """The hybrids of A and B, each evaluated once (``values``: the outputs of coalitions, non-finite
     objectives filled with the worst finite value under ``nonfinite = "worst"``)."""
 
-    def __init__(self, cfg, ra, rb, work, plist, use_log, nonfinite, evaluator, jobs):
+    def __init__(self, cfg, ra, rb, work, plist, use_log, nonfinite, evaluator, pool):
         self.cfg, self.ra, self.rb, self.work, self.plist = cfg, ra, rb, work, plist
-        self.use_log, self.nonfinite, self.evaluator, self.jobs = use_log, nonfinite, evaluator, jobs
+        self.use_log, self.nonfinite, self.evaluator, self.pool = use_log, nonfinite, evaluator, pool
         self.cache: dict[frozenset, Evaluated] = {}
         self.filled: dict[int, list[frozenset]] = {}
         self.ends_out = np.zeros((2, 0))
@@ -102,7 +106,7 @@ class _Hybrids:
         cfg = self.cfg
         todo = [c for c in coalitions if c not in self.cache]
         designs = [{**self.work, **hybrid(self.ra, self.rb, c, self.plist)} for c in todo]
-        self.cache.update(zip(todo, _evaluate_all(cfg, designs, self.evaluator, self.jobs)))
+        self.cache.update(zip(todo, _evaluate_all(cfg, designs, self.evaluator, self.pool)))
         V = np.array([_outputs(cfg, self.cache[c], self.use_log) for c in coalitions])
         if self.nonfinite == "worst":
             for j, o in enumerate(cfg.objectives.objectives):
@@ -126,15 +130,19 @@ def explain(res, a: Endpoint, b: Endpoint, *, scale: str = "auto", exact_max: in
     work = {k: v for k, v in cfg.base.items() if k in set(names("workload"))}
     plist = players(ra, rb)
     labels = ["+".join(p) for p in plist]
-    ends = _evaluate_all(cfg, [{**work, **ra}, {**work, **rb}], evaluator, jobs)
-    finite_pos = all(math.isfinite(v) and v > 0 for e in ends for v in e.values)
-    use_log = finite_pos if scale == "auto" else scale == "log"
-    h = _Hybrids(cfg, ra, rb, work, plist, use_log, nonfinite, evaluator, jobs)
-    h.cache[frozenset()], h.cache[frozenset(range(len(plist)))] = ends
-    h.ends_out = np.array([_outputs(cfg, e, use_log) for e in ends])
+    from dse.search.execute.pool import make_pool
+    pool = make_pool(jobs, affinity=True)
+    try:
+        ends = _evaluate_all(cfg, [{**work, **ra}, {**work, **rb}], evaluator, pool)
+        finite_pos = all(math.isfinite(v) and v > 0 for e in ends for v in e.values)
+        use_log = finite_pos if scale == "auto" else scale == "log"
+        h = _Hybrids(cfg, ra, rb, work, plist, use_log, nonfinite, evaluator, pool)
+        h.cache[frozenset()], h.cache[frozenset(range(len(plist)))] = ends
+        h.ends_out = np.array([_outputs(cfg, e, use_log) for e in ends])
+        att = shapley.shapley(len(plist), h.values, exact_max=exact_max, orders=orders, seed=seed)
+    finally:
+        pool.close()
     cache, filled = h.cache, h.filled
-    values = h.values
-    att = shapley.shapley(len(plist), values, exact_max=exact_max, orders=orders, seed=seed)
     onames = cfg.objectives.names
     m = len(onames)
     bad = {j: next(c for c, v in att.values.items() if not math.isfinite(v[j]))
