@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--orders >= 1, --exact-max >= 0 and --jobs != 0")
     cfg = study_from_args(args)
     res = load_results(cfg)
-    a, b = endpoint(res, args.from_), endpoint(res, args.to)
+    a, b = endpoint(res, args.from_, "--from"), endpoint(res, args.to, "--to")
     from dse.search.review.explain import explain
     out = explain(res, a, b, scale=args.scale, exact_max=args.exact_max, orders=args.orders,
                      seed=args.order_seed, jobs=args.jobs, nonfinite=args.nonfinite)

@@ -103,4 +103,4 @@ def _reference(args: argparse.Namespace, res):
     reference = reference_of(res, args.reference)
     if res.knee() is None:
         return reference, None
-    return reference, explain(res, endpoint(res, args.reference), endpoint(res, "knee"), jobs=args.jobs)
+    return reference, explain(res, endpoint(res, args.reference, "--reference"), endpoint(res, "knee"), jobs=args.jobs)

@@ -56,14 +56,16 @@ class Evaluated:
     violated: dict[str, list[str]] = field(default_factory=dict)   # model -> constraints it violates
 
 
-def reference_endpoint(cfg, spec: str) -> Endpoint:
-    """``published`` or a design file, with the study's workload knobs (module docstring)."""
+def reference_endpoint(cfg, spec: str, flag: str = "--reference") -> Endpoint:
+    """``published`` or a design file, with the study's workload knobs (module docstring);
+    ``flag`` names the option in errors."""
     if spec == PUBLISHED:
         point, label = DesignPoint(), "published design (the spec's defaults)"
     else:
         path = Path(spec)
         if not path.is_file():
-            raise ConfigError(f"--reference {spec}: no such design file (give 'published' or a design TOML as "
+            allowed = "'published', 'knee', a trial number" if flag != "--reference" else "'published'"
+            raise ConfigError(f"{flag} {spec}: no such design file (give {allowed} or a design TOML as "
                               f"`dse export` writes it)")
         point, label = DesignPoint.from_file(path), f"design file {path.name}"
     return _with_study_workload(cfg, point.to_dict(), label)
@@ -79,10 +81,10 @@ def _with_study_workload(cfg, flat: Mapping[str, Any], label: str, trial: int | 
     return Endpoint(label, design, trial, notes)
 
 
-def endpoint(res, spec: str) -> Endpoint:
+def endpoint(res, spec: str, flag: str = "--from") -> Endpoint:
     """``published``, ``knee``, a trial number or a design file as a design of the study ``res``."""
     if spec == PUBLISHED or not (spec == "knee" or spec.isdigit()):
-        return reference_endpoint(res.cfg, spec)
+        return reference_endpoint(res.cfg, spec, flag)
     from dse.search.review.export import pick
     r = pick(res, knee=True) if spec == "knee" else pick(res, trial=int(spec))
     label = f"knee (trial {r.number})" if spec == "knee" else f"trial {r.number}"

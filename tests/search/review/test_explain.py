@@ -68,3 +68,9 @@ def test_linked_knobs_are_one_player():
     assert ex.players(a, {**b, "pe_groups_per_core": 16}) == [("core_side",), ("tile_width",)]
     assert ex.hybrid(a, b, frozenset({0}), ex.players(a, b)) == {"core_side": 2, "pe_groups_per_core": 4,
                                                                   "tile_width": 4}
+
+
+def test_same_design_has_nothing_to_explain(res):
+    a = rf.endpoint(res, "knee")
+    out = ex.explain(res, a, a)
+    assert out["contributions"] == {} and all(v == 0 for v in out["total"].values())
