@@ -71,14 +71,20 @@ def reference_endpoint(cfg, spec: str, flag: str = "--reference") -> Endpoint:
     return _with_study_workload(cfg, point.to_dict(), label)
 
 
-def _with_study_workload(cfg, flat: Mapping[str, Any], label: str, trial: int | None = None) -> Endpoint:
+def _with_study_workload(cfg, flat: Mapping[str, Any], label: str) -> Endpoint:
+    """The design's hardware and mapping knobs with the study's workload knobs; a note for each
+    workload knob of the design that the study sets otherwise."""
+    from dse.spec.params import BY_NAME
     work = set(names("workload"))
     design = {k: v for k, v in flat.items() if k not in work}
     design.update({k: v for k, v in cfg.base.items() if k in work})
-    notes = [f"{k} = {flat[k]!r} of the {label} replaced by the study's {design.get(k)!r}"
-             for k in sorted(work - {"model"}) if k in flat and flat[k] is not None and k in cfg.base
-             and flat[k] != cfg.base[k]]
-    return Endpoint(label, design, trial, notes)
+    notes = []
+    for k in sorted(work - {"model"}):
+        study_v = design.get(k, BY_NAME[k].default)
+        if flat.get(k) is not None and flat[k] != study_v:
+            shown = "unset: each model's native batch" if k == "batch" and study_v is None else repr(study_v)
+            notes.append(f"{k} = {flat[k]!r} of the {label} replaced by the study's value ({shown})")
+    return Endpoint(label, design, None, notes)
 
 
 def endpoint(res, spec: str, flag: str = "--from") -> Endpoint:

@@ -59,6 +59,8 @@ def test_design_file_reference_and_bad_files(res, tmp_path):
     r = res.front()[0]
     path = write_design(res, r, tmp_path / "d.toml")
     ep = rf.reference_endpoint(res.cfg, str(path))
+    assert ep.notes == ["batch = 128 of the design file d.toml replaced by the study's value (unset: each "
+                        "model's native batch)"]          # the study's workload, as for a trial
     ev = rf.evaluate_as_study(res.cfg, ep.design)
     assert np.allclose(ev.values, r.values, rtol=1e-12)
     assert rf.reference_json(res, ep, ev)["dominated_by"] == []      # a front design
