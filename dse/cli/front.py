@@ -90,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
     _, kc = quality.knee_candidates(res)
     ref = quality.study_reference(res)
     hv = quality.hypervolume_on(res, front, ref)
+    if args.csv and args.reference:
+        raise ConfigError("--reference: with the table or --json, not --csv (the CSV has one row per trial)")
     robust = _robust(args, res)
     reference = reference_of(res, args.reference)
     moved = quality.knee_settledness(res) if agree is None else None    # settledness is a run's, not a pool's
