@@ -6,19 +6,8 @@ import math
 
 import pytest
 
-from dse.search.execute.runner import run_study
 from dse.search.review import explain as ex
 from dse.search.review import reference as rf
-from dse.search.study.results import load_results
-from dse.search.study.study import load_study
-from tests.fixtures import write_catalog_study
-
-
-@pytest.fixture(scope="module")
-def res(tmp_path_factory):
-    cfg = load_study(write_catalog_study(tmp_path_factory.mktemp("catalog")))
-    run_study(cfg)
-    return load_results(cfg)
 
 
 def _check_adds_up(out):

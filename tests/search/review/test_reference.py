@@ -6,19 +6,7 @@ import numpy as np
 import pytest
 
 from dse.errors import ConfigError
-from dse.search.execute.runner import run_study
 from dse.search.review import reference as rf
-from dse.search.study.results import load_results
-from dse.search.study.study import load_study
-from tests.fixtures import write_catalog_study
-
-
-@pytest.fixture(scope="module")
-def res(tmp_path_factory):
-    """The three-model catalog study (worst of three, objectives/full.toml's objectives), run."""
-    cfg = load_study(write_catalog_study(tmp_path_factory.mktemp("catalog")))
-    run_study(cfg)
-    return load_results(cfg)
 
 
 def test_published_is_the_spec_default_with_the_study_workload(res):
