@@ -63,3 +63,28 @@ def test_same_design_has_nothing_to_explain(res):
     a = rf.endpoint(res, "knee")
     out = ex.explain(res, a, a)
     assert out["contributions"] == {} and all(v == 0 for v in out["total"].values())
+
+
+def _stand_in(design, models):
+    """Objectives from three knobs; no cost for the hybrid with B's clock and node links but A's depth."""
+    lat = design["array_depth"] / 8192 + 200 / design["macro_mhz"]
+    out = {"feasible": True, "infeasible_reason": "", "ffn_us_per_token_scheduled": lat,
+           "effective_mfu": design["node_gbps"] / 100, "die_area_mm2": 1.0, "die_area_budget_mm2": 2.0,
+           "comm_violation": 0.0, "usd_per_mtok_delivered": lat * 2}
+    if design["macro_mhz"] == 150 and design["node_gbps"] == 64 and design["array_depth"] == 32768:
+        del out["usd_per_mtok_delivered"]
+    return {m: dict(out) for m in models}
+
+
+def test_non_finite_hybrids_take_the_worst_value_or_are_not_attributed(res):
+    a = rf.endpoint(res, "published")
+    b = rf.Endpoint("b", {**a.design, "macro_mhz": 150.0, "node_gbps": 64.0, "array_depth": 24576})
+    out = ex.explain(res, a, b, evaluator=_stand_in)
+    assert out["nonfinite"]["usd_per_mtok_delivered"]["hybrids"] == 1
+    assert sorted(out["nonfinite"]["usd_per_mtok_delivered"]["example"]["switched"]) == ["macro_mhz", "node_gbps"]
+    _check_adds_up(out)
+    assert out["contributions"]["node_gbps"]["ffn_us_per_token_scheduled"] == pytest.approx(0, abs=1e-12)
+    skip = ex.explain(res, a, b, evaluator=_stand_in, nonfinite="skip")
+    assert "usd_per_mtok_delivered" in skip["not_attributable"]
+    assert all(c["usd_per_mtok_delivered"] is None for c in skip["contributions"].values())
+    assert all(c["effective_mfu"] is not None for c in skip["contributions"].values())
