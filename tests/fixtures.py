@@ -195,3 +195,51 @@ TWO_MODEL_STUDY = """
     [base.mapping]
     pooling = "direct"
 """
+
+
+# ---- the multi-model study of `dse front --reference` and `dse explain` (issue 43) ----
+
+# objectives/full.toml's objectives and constraints: scheduled latency, delivered cost, effective MFU.
+FULL_OBJECTIVES = """
+[[objectives]]
+metric = "ffn_us_per_token_scheduled"
+direction = "minimize"
+
+[[objectives]]
+metric = "usd_per_mtok_delivered"
+direction = "minimize"
+
+[[objectives]]
+metric = "effective_mfu"
+direction = "maximize"
+
+[[constraints]]
+metric = "die_area_mm2"
+le = "die_area_budget_mm2"
+
+[[constraints]]
+metric = "comm_violation"
+le = 0
+"""
+
+# A few of spaces/full.toml's knobs (96 designs), the published design's values among them.
+CATALOG_SMALL_SPACE = """
+[params]
+core_side = { type = "int", low = 2, high = 4, step = 2 }
+tile_width = { type = "categorical", choices = [4, 8] }
+array_depth = { type = "int", low = 24576, high = 32768, step = 8192 }
+macro_mhz = { type = "float", low = 150, high = 200, step = 50 }
+core_mesh_link_bits = { type = "int", low = 256, high = 512, step = 256 }
+node_gbps = { type = "float", low = 32, high = 64, step = 16 }
+"""
+
+CATALOG_MODELS = ("qwen3.5-35b-a3b", "qwen3.5-397b-a17b", "glm-5.2")
+
+
+def write_catalog_study(folder: Path, trials: int = 24, seed: int = 0) -> Path:
+    """A small study over the three catalog models with ``aggregate = "worst"`` (the default) and
+    objectives/full.toml's objectives: ``folder/catalog.toml`` (random sampler)."""
+    models = ", ".join(f'"{m}"' for m in CATALOG_MODELS)
+    return write_study(folder, space=CATALOG_SMALL_SPACE, objectives=FULL_OBJECTIVES, file="catalog.toml",
+                       name="catalog", trials=trials, seed=seed, batch=8, sampler="random",
+                       workload=f"models = [{models}]")

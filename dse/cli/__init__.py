@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "dse.cli.trace",
     "dse.cli.run",
     "dse.cli.front",
+    "dse.cli.explain",
     "dse.cli.plot",
     "dse.cli.export",
     "dse.cli.report",

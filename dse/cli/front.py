@@ -1,4 +1,4 @@
-"""`dse front STUDY.toml [--csv | --json] [--all] [--columns ...] [--sort ...] [--robust N ...]`:
+"""`dse front STUDY.toml [--csv | --json] [--all] [--columns ...] [--sort ...] [--robust N ...] [--reference R]`:
 the feasible Pareto front with the knee marked, hypervolume on a stated reference point."""
 from __future__ import annotations
 
@@ -28,6 +28,11 @@ def register(sub) -> None:
                         "knobs that vary, as many as fit the terminal)")
     p.add_argument("--sort", metavar="NAME", help="sort rows by this column (--sort=-NAME: descending; "
                                                   "default: the first objective, best first)")
+    p.add_argument("--reference", metavar="published|DESIGN.toml",
+                   help="also place this design against the front: 'published' (the spec's default design) or a "
+                        "design file as `dse export` writes it, evaluated as the study evaluates a trial: its "
+                        "objectives, feasibility per model, the front designs dominating it, the additive epsilon "
+                        "and the nearest front design (docs/guide/fronts.md)")
     p.add_argument("--candidates", type=_int_arg, default=3, metavar="N",
                    help="knee candidates to show: the top N local knees, one per architecture (default 3)")
     r = p.add_argument_group("knee confidence")
@@ -86,7 +91,10 @@ def run(args: argparse.Namespace) -> int:
     _, kc = quality.knee_candidates(res)
     ref = quality.study_reference(res)
     hv = quality.hypervolume_on(res, front, ref)
+    if args.csv and args.reference:
+        raise ConfigError("--reference: with the table or --json, not --csv (the CSV has one row per trial)")
     robust = _robust(args, res)
+    reference = reference_of(res, args.reference)
     moved = quality.knee_settledness(res) if agree is None else None    # settledness is a run's, not a pool's
     shown = res.complete if args.all else front
     if args.json:
@@ -112,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
                if agree is not None else {}),
             **({"trials": [res.to_json(r) for r in shown]} if args.all else {}),
         }
+        if reference is not None:
+            out["reference"] = reference
         if robust is not None:
             out["robust"] = robust.to_json(res)
             out["knee_frequency"] = {str(k): v for k, v in robust.frequency().items()}
@@ -128,7 +138,19 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_text(args, res, headers, rows, front, knee, hv, ref, moved, robust)
     _print_candidates(args, res, front, kc, agree)
+    if reference is not None:
+        from dse.search.review.reference import describe
+        print("\n".join(describe(res, reference)))
     return 0
+
+
+def reference_of(res, spec: str | None):
+    """``--reference``: the design placed against the front (``reference_json``), or None."""
+    if not spec:
+        return None
+    from dse.search.review import reference as rf
+    ep = rf.reference_endpoint(res.cfg, spec)
+    return rf.reference_json(res, ep, rf.evaluate_as_study(res.cfg, ep.design))
 
 
 def _print_candidates(args, res, front, kc, agree) -> None:

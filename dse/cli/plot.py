@@ -1,4 +1,4 @@
-"""`dse plot STUDY.toml [-o DIR] [--format png|svg|pdf]`: front(s) with the knee, parallel coordinates."""
+"""`dse plot STUDY.toml [-o DIR] [--format png|svg|pdf] [--reference R]`: front(s) with the knee, parallel coordinates."""
 from __future__ import annotations
 
 import argparse
@@ -14,6 +14,8 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", metavar="DIR", help="output folder")
     p.add_argument("--format", action="append", choices=("png", "svg", "pdf"), default=None,
                    help="image format (repeatable; default png)")
+    p.add_argument("--reference", metavar="published|DESIGN.toml",
+                   help="mark this design on the fronts (as `dse front --reference`)")
     p.set_defaults(func=run)
 
 
@@ -23,9 +25,11 @@ def run(args: argparse.Namespace) -> int:
     from dse.viz.study_plots import plot_study
     cfg = study_from_args(args)
     res = load_results(cfg)
+    from dse.cli.front import reference_of
+    reference = reference_of(res, args.reference)
     out = args.output or (cfg.results_dir / f"{cfg.base_name}-plots")
     try:
-        paths = plot_study(res, out, args.format or ["png"])
+        paths = plot_study(res, out, args.format or ["png"], reference)
     except OSError as exc:
         raise ConfigError(f"-o {out}: cannot write ({exc.strerror})") from None
     for p in paths:

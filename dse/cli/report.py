@@ -1,4 +1,5 @@
-"""`dse report STUDY.toml -o report.html [--format html|md] [--robust N]`: one shareable report."""
+"""`dse report STUDY.toml -o report.html [--format html|md] [--robust N] [--reference R]`: one shareable
+report."""
 from __future__ import annotations
 
 import argparse
@@ -30,6 +31,10 @@ def register(sub) -> None:
     p.add_argument("--jobs", "-j", type=_int_arg, default=1, help="worker processes for --robust")
     p.add_argument("--no-reproduce", action="store_true", help="skip the `dse reproduce` summary")
     p.add_argument("--candidates", type=_int_arg, default=3, metavar="N", help="knee candidates shown (default 3)")
+    p.add_argument("--reference", default="published", metavar="published|DESIGN.toml",
+                   help="the reference design placed against the front and the knee explained against it "
+                        "(default: published, the spec's default design)")
+    p.add_argument("--no-reference", action="store_true", help="no reference design sections")
     p.set_defaults(func=run)
 
 
@@ -64,8 +69,14 @@ def run(args: argparse.Namespace) -> int:
         rows = reproduce()
     cols = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     check_columns(res, res.front(), cols, args.sort)
+    reference, explanation = _reference(args, res)
+    extra = []
+    if reference is not None:
+        from dse.viz.report_reference import explain_section, reference_section
+        extra = [reference_section(res, reference)] + ([explain_section(res, explanation)] if explanation else [])
     sections = build_report(res, robust=robust, reproduce_rows=rows, columns=cols, sort=args.sort,
-                            candidates=args.candidates, merged=merged, model_uncertainty=mu)
+                            candidates=args.candidates, merged=merged, model_uncertainty=mu,
+                            reference=reference, reference_sections=extra)
     title = f"rexpert-dse study report: {cfg.name}"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -79,3 +90,17 @@ def run(args: argparse.Namespace) -> int:
     extra = f" and {len(written) - 1} figures beside it" if len(written) > 1 else ""
     print(f"wrote {out} ({len(sections)} sections{extra})")
     return 0
+
+
+def _reference(args: argparse.Namespace, res):
+    """The reference placed against the front and the knee explained against it (None, None with
+    --no-reference; no explanation without a knee)."""
+    if args.no_reference:
+        return None, None
+    from dse.cli.front import reference_of
+    from dse.search.review.explain import explain
+    from dse.search.review.reference import endpoint
+    reference = reference_of(res, args.reference)
+    if res.knee() is None:
+        return reference, None
+    return reference, explain(res, endpoint(res, args.reference, "--reference"), endpoint(res, "knee"), jobs=args.jobs)

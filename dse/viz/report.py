@@ -47,17 +47,21 @@ class Section:
 
 
 def build_report(res, *, robust=None, reproduce_rows=None, columns: Sequence[str] | None = None,
-                 sort: str | None = None, candidates: int = 3, merged=None, model_uncertainty=None) -> list[Section]:
+                 sort: str | None = None, candidates: int = 3, merged=None, model_uncertainty=None,
+                 reference=None, reference_sections: Sequence[Section] = ()) -> list[Section]:
     """Every section of the report of the study ``res`` (StudyResults); ``candidates``: knee
     candidates shown; ``merged``: the knee agreement of pooled runs (``merge.agreement``);
-    ``model_uncertainty``: ``dse front --robust --model-uncertainty``'s ``ModelUncertaintyKnees``."""
+    ``model_uncertainty``: ``dse front --robust --model-uncertainty``'s ``ModelUncertaintyKnees``;
+    ``reference``: a design placed against the front (``reference.reference_json``), marked on the
+    pairwise fronts, with ``reference_sections`` after the knee (``dse.viz.report_reference``)."""
     ref = quality.study_reference(res)
     out = [summary_section(res, ref), front_section(res, columns, sort), candidates_section(res, candidates, merged),
            knee_section(res)]
-    fig = sp.front_figure(res)
+    out += list(reference_sections)
+    fig = sp.front_figure(res, reference)
     out.append(Section("pairwise-fronts", "Pairwise fronts", [
         "Every feasible design (grey), infeasible trials (red x), the front (blue) and the knee (star, "
-        "labelled). An axis whose values span more than a decade is logarithmic.",
+        "labelled)" + (", the reference design (black diamond, hollow if infeasible)" if reference else "") + ". An axis whose values span more than a decade is logarithmic.",
         Figure("front", rf.png_bytes(fig), "pairwise fronts with the knee")]))
     pfig = sp.parallel_figure(res)
     out.append(Section("parallel-coordinates", "Parallel coordinates", [

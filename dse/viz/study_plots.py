@@ -35,13 +35,14 @@ def _plt():
     return plt
 
 
-def plot_study(res, out_dir: str | Path, formats: Sequence[str] = ("png",)) -> list[Path]:
-    """Write the study's figures to ``out_dir``; return the paths written."""
+def plot_study(res, out_dir: str | Path, formats: Sequence[str] = ("png",), reference=None) -> list[Path]:
+    """Write the study's figures to ``out_dir``; return the paths written. ``reference``: a design
+    placed against the front (``dse.search.review.reference.reference_json``), marked on the fronts."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = re.sub(r"[^A-Za-z0-9_.\-]+", "_", res.cfg.name)
     written: list[Path] = []
-    for name, fig in (("front", front_figure(res)), ("parallel", parallel_figure(res))):
+    for name, fig in (("front", front_figure(res, reference)), ("parallel", parallel_figure(res))):
         if fig is None:
             continue
         for fmt in formats:
@@ -123,7 +124,9 @@ def design_label(r, knobs: Sequence[str]) -> str:
     return ", ".join(f"{k}={short(r.params.get(k))}" for k in knobs) or f"trial {r.number}"
 
 
-def front_figure(res):
+def front_figure(res, reference=None):
+    """The front (two objectives) or the pairwise fronts, knee starred; ``reference`` (a
+    ``reference_json``) marked with a black diamond."""
     plt = _plt()
     objs = res.cfg.objectives.objectives
     if len(objs) == 1:
@@ -134,6 +137,8 @@ def front_figure(res):
     fig, axes = plt.subplots(rows, cols, figsize=(5.6 * cols, 4.6 * rows), squeeze=False)
     for ax, (i, j) in zip(axes.flat, pairs):
         _pair_panel(res, ax, i, j)
+        if reference is not None:
+            mark_reference(ax, reference, i, j)
     for ax in list(axes.flat)[len(pairs):]:
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
@@ -177,6 +182,16 @@ def _pair_panel(res, ax, i: int, j: int) -> None:
     ax.set_xlabel(objective_label(objs[i]), fontsize=8)
     ax.set_ylabel(objective_label(objs[j]), fontsize=8)
     ax.grid(alpha=0.3, which="both")
+
+
+def mark_reference(ax, reference, i: int, j: int) -> None:
+    """The reference design on panel (i, j): a black diamond, hollow when it is infeasible."""
+    v = list(reference["objectives"].values())
+    if v[i] is None or v[j] is None:
+        return
+    word = "" if reference["feasible"] else ", infeasible"
+    ax.scatter([v[i]], [v[j]], marker="D", s=70, facecolor="k" if reference["feasible"] else "none",
+               edgecolor="k", linewidth=1.5, zorder=6, label=f"reference: {reference['label']}{word}")
 
 
 def _mark_knee(res, ax, knee, i: int, j: int, knobs: Sequence[str]) -> None:

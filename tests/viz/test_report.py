@@ -10,7 +10,7 @@ import pytest
 
 from dse.cli import main
 
-SECTIONS = ["summary", "front", "knee-candidates", "knee", "pairwise-fronts", "parallel-coordinates", "breakdown", "hypervolume",
+SECTIONS = ["summary", "front", "knee-candidates", "knee", "reference", "explain", "pairwise-fronts", "parallel-coordinates", "breakdown", "hypervolume",
             "importance", "infeasibility", "robust", "version"]
 
 
