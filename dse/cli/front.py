@@ -6,6 +6,7 @@ import argparse
 import csv
 import io
 import sys
+import textwrap
 
 from dse.cli.run import _int_arg, add_study_args as _study_args, study_from_args
 from dse.errors import ConfigError
@@ -299,7 +300,7 @@ def _print_text(args, res, headers, rows, front, knee, hv, ref, moved, robust) -
         print(f"* knee: trial {knee.number} (the top knee candidate below: the best local maximum of the "
               f"knee score inside the front; export with `dse export {ref_args} --knee -o design.toml`)")
     for w in study_walls(res, front):
-        print(f"at a bound: {w.sentence()}")
+        print(textwrap.fill(f"at a bound: {w.sentence()}", width=width, subsequent_indent="  "))
     if moved is not None and not moved["settled"]:
         print(f"warning: the knee is not settled ({moved['reason']}); run more trials "
               f"(`dse run {ref_args} --trials N`) or pool several seeds (`dse front ... --storage S1 --storage S2`)",

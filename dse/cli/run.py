@@ -8,11 +8,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 
 from dse.errors import ConfigError
-from dse.report import dumps, fmt
+from dse.report import dumps, fmt, terminal_width
 
 
 def add_study_args(p: argparse.ArgumentParser) -> None:
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("front: no feasible design yet")
     for w in knee.get("at_bounds", []):
-        print(f"at a bound: {Wall(**w).sentence()}")
+        print(textwrap.fill(f"at a bound: {Wall(**w).sentence()}", width=terminal_width(), subsequent_indent="  "))
     if knee.get("knee_settled") is False:     # issue 32: settled = same top candidates, clear margin
         print(f"warning: the knee is not settled ({knee['knee_settled_reason']}); run more trials (--trials N) "
               f"or pool seeds (dse front --storage S1 --storage S2)", file=sys.stderr)

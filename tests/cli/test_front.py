@@ -73,8 +73,12 @@ def test_front_shows_knee_candidates(quickstart_study, capsys, monkeypatch):
     assert len(json.loads(capsys.readouterr().out)["knee_candidates"]["candidates"]) == 1
     assert main(["front", *quickstart_study]) == 0
     out = capsys.readouterr().out
-    assert f"1. trial {top['trial']} (score" in out and "knee choice clear" in out
+    verdict = "knee choice ambiguous" if kc["ambiguous"] else "knee choice clear"
+    assert f"1. trial {top['trial']} (score" in out and verdict in out
     from dse.search.front import knee
+    monkeypatch.setattr(knee, "AMBIGUOUS_MARGIN", -1.0)        # every margin clears it
+    assert main(["front", *quickstart_study]) == 0
+    assert "knee choice clear" in capsys.readouterr().out
     monkeypatch.setattr(knee, "AMBIGUOUS_MARGIN", 10.0)
     assert main(["front", *quickstart_study]) == 0
     assert "knee choice ambiguous" in capsys.readouterr().out
@@ -166,3 +170,5 @@ def test_front_reports_the_knobs_at_a_bound(quickstart_study, capsys):
     assert main(["front", *quickstart_study]) == 0
     out = capsys.readouterr().out
     assert out.count("at a bound: ") == len(expect)
+    for w in d["at_bounds"]:
+        assert f"{w['knob']} = " in out
