@@ -23,6 +23,10 @@ of the published operating point is unchanged: every factor below is exactly 1 t
 Energy per operation goes as C V^2 (the switched capacitance growing with the added registers);
 leakage power as V x I_off(V), I_off rising by drain-induced barrier lowering
 (10^(DIBL x dV / S), ``C.dibl_v_per_v``, ``C.subthreshold_mv_per_decade``) and with the area.
+A block whose published energy per operation lumps both (the PE's pJ/FLOP, the read path's pJ/B)
+takes ``energy_per_op_factor``: its leakage share (``C.leakage_energy_share``) is leakage power
+over the operation rate, so below the clock reached at V_min an operation costs more, not less
+(the minimum-energy point: Calhoun & Chandrakasan, IEEE JSSC 40(9), 2005).
 All functions take scalars or numpy arrays (the vectorised path calls them on columns).
 """
 from __future__ import annotations
@@ -121,3 +125,12 @@ def clocked_power_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> fl
     """Clock-tree power at ``f`` over the published one: C V^2 f (the tree grows with the area)."""
     out = dynamic_energy_factor(f, f_ref) * np.asarray(f, dtype=float) / np.asarray(f_ref, dtype=float)
     return float(out) if np.ndim(out) == 0 else out
+
+
+def energy_per_op_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
+    """Energy per operation at ``f`` over the published one for a block whose energy lumps
+    switching and leakage: (1 - s) x the dynamic factor + s x the leakage factor x f_ref / f."""
+    s = C.leakage_energy_share
+    ratio = np.asarray(f_ref, dtype=float) / np.asarray(f, dtype=float)
+    return _out((1 - s) * np.asarray(dynamic_energy_factor(f, f_ref))
+                + s * np.asarray(leakage_factor(f, f_ref)) * ratio)

@@ -13,7 +13,8 @@ from tests.reference import metrics
 @pytest.mark.parametrize("ref", [C.ref_pe_mhz, C.ref_macro_mhz, C.ref_noc_ghz])
 def test_published_clock_costs_nothing_extra(ref):
     assert clock.supply_v(ref, ref) == C.vdd_nominal_v
-    for fn in (clock.area_factor, clock.dynamic_energy_factor, clock.leakage_factor, clock.clocked_power_factor):
+    for fn in (clock.area_factor, clock.dynamic_energy_factor, clock.leakage_factor, clock.clocked_power_factor,
+               clock.energy_per_op_factor):
         assert fn(ref, ref) == pytest.approx(1.0, abs=1e-12)
 
 
@@ -49,7 +50,17 @@ def test_pe_clock_is_priced_in_area_and_energy():
     base, fast = metrics(), metrics(pe_mhz=800)
     assert fast["pe_area_mm2"] == pytest.approx(base["pe_area_mm2"] * clock.area_factor(800, 400))
     # same delivered-FLOP activity at the reference operating point: power = pJ/FLOP x FLOP/s
-    assert fast["pe_power_w"] == pytest.approx(2 * base["pe_power_w"] * clock.dynamic_energy_factor(800, 400))
+    assert fast["pe_power_w"] == pytest.approx(2 * base["pe_power_w"] * clock.energy_per_op_factor(800, 400))
     slow = metrics(macro_mhz=100)
     assert slow["reram_power_w"] == pytest.approx(base["reram_power_w"] / 2
-                                                  * clock.dynamic_energy_factor(100, 200))
+                                                  * clock.energy_per_op_factor(100, 200))
+
+
+def test_energy_per_operation_has_a_minimum_below_the_published_clock():
+    """Leakage over the operation rate: below the clock reached at V_min an operation costs more."""
+    f_min = 200 * clock.clock_ratio_at(C.vdd_min_v)
+    e = {f: clock.energy_per_op_factor(f, 200.0) for f in (50.0, 100.0, f_min, 200.0)}
+    assert e[f_min] < e[100.0] < e[50.0] and e[f_min] < e[200.0] == pytest.approx(1.0)
+    s = C.leakage_energy_share
+    assert e[100.0] == pytest.approx((1 - s) * clock.dynamic_energy_factor(100, 200)
+                                     + s * clock.leakage_factor(100, 200) * 2)
