@@ -14,6 +14,11 @@ process on an empty trace cache (a new ``DSE_CACHE_DIR``):
   same random stream) with reused step buffers, and the recorded skew scales
   (``dse/data/profiles/campaign_scales.toml``).
 
+Then, with ``--file-trace``, a design on a trace file (the model's synthetic trace, saved): its
+draws move only arithmetic after the schedule, so ``point_bands`` places and schedules it once
+(``evaluate.evaluate_arithmetic_draws``); timed against evaluating every draw from scratch, in
+this process, with the bands compared (equal).
+
 Printed per mode: wall and CPU seconds, the load average while it ran, and p5 / p50 / p95 of
 occupancy and actual MFU; then the ratios after / before. The bands must agree (same traces: to
 the last digit). Issue 44's targets (20 s for the 397B at N = 32) are wall seconds on an idle
@@ -60,17 +65,43 @@ def child(mode: str, model: str, batch: int, draws: int) -> None:
                       "bands": {k: bands[k] for k in METRICS}}))
 
 
+def file_trace(model: str, batch: int, draws: int) -> None:
+    from dse.catalog import get_model
+    from dse.pipeline.evaluate import evaluate
+    from dse.pipeline.uncertainty import bands, point_bands
+    from dse.spec import DesignPoint
+    from dse.workload import synth
+    from dse.workload.trace import save_trace
+
+    with tempfile.TemporaryDirectory(prefix="bench-bands-") as d:
+        path = save_trace(synth.generate(get_model(model), batch, 80, seed=0), Path(d) / "trace.npz")
+        p = DesignPoint.from_dict({}, overrides=[f"model={model}", f"batch={batch}", f"trace={path}"])
+        evaluate(p)                                              # trace loaded, placement warm
+        t0, c0 = time.perf_counter(), time.process_time()
+        scalar = bands(lambda knobs: evaluate(p).metrics, draws, 0)
+        t1, c1 = time.perf_counter(), time.process_time()
+        shared = point_bands(p, draws, 0)
+        t2, c2 = time.perf_counter(), time.process_time()
+    print(f"trace file ({model} B={batch}, 80 steps, {draws} draws, warm): every draw evaluated "
+          f"{t1 - t0:.2f} s wall / {c1 - c0:.2f} s CPU; schedule shared {t2 - t1:.2f} s / {c2 - c1:.2f} s "
+          f"(x{(c1 - c0) / max(c2 - c1, 1e-9):.1f} CPU); bands equal: {shared == scalar} "
+          f"(load average {os.getloadavg()[0]:.1f})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="qwen3.5-397b-a17b")
     ap.add_argument("--batch", type=int, default=205)
     ap.add_argument("--draws", type=int, default=32)
     ap.add_argument("--modes", default="before,after")
+    ap.add_argument("--file-trace", action="store_true", help="also time a trace-file design's draws")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         child(a.child, a.model, a.batch, a.draws)
         return
+    if a.file_trace:
+        file_trace(a.model, a.batch, a.draws)
     out = {}
     for mode in a.modes.split(","):
         with tempfile.TemporaryDirectory(prefix="bench-bands-") as cache:
