@@ -246,13 +246,13 @@ class Generator:
         a = np.float32(p.drift_corr)
         innov = np.float32(p.drift * math.sqrt(max(0.0, 1.0 - p.drift_corr ** 2)))
         dt = id_dtype(E)
-        lg, work, scratch = (np.empty((L, B, E), dtype=np.float32) for _ in range(3))
+        work, scratch = (np.empty((L, B, E), dtype=np.float32) for _ in range(2))
         done = 0
         while done < n_steps:
             n = min(chunk, n_steps - done)
             out = np.empty((n, L, B, k), dtype=dt)
             for s in range(n):
-                np.take(self.boost, topic, axis=1, out=lg)
+                lg = self.boost[:, topic, :]
                 np.add(lg, (self.base + drift)[:, None, :], out=lg)
                 out[s] = _gumbel_topk(lg, k, rng, work, scratch)
                 drift = a * drift + innov * rng.standard_normal((L, E), dtype=np.float32)
