@@ -40,21 +40,36 @@ from measure import run_measured  # noqa: E402
 METRICS = ("occupancy", "actual_mfu")
 
 
-def child(mode: str, model: str, batch: int, draws: int) -> None:
+def child(mode: str, model: str, batch: int, draws: int, front: str | None = None) -> None:
     import numpy as np
 
+    from dse.mapping import warm_cache
     from dse.pipeline.evaluate import evaluate
     from dse.pipeline.uncertainty import point_bands
     from dse.spec import DesignPoint
     from dse.workload import campaign, synth
 
     if mode == "before":
+        warm_cache.EVICT_RESCAN_PUBLISHES = 0                    # the shared folder scanned at every write
         def argpartition_step(logits, k, rng, work=None, scratch=None):
             u = rng.random(logits.shape, dtype=np.float32)
             g = logits - np.log(-np.log(np.maximum(u, np.float32(synth.GUMBEL_U_FLOOR))))
             return np.argpartition(-g, k - 1, axis=-1)[..., :k]
         synth._gumbel_topk = argpartition_step
         campaign.recorded_scales = lambda: {}
+    if front:
+        import contextlib
+        import io
+
+        from dse.cli import main as dse_main
+        t0, c0 = time.perf_counter(), time.process_time()
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            rc = dse_main(["front", front, "--robust", str(draws), "--model-uncertainty", str(draws), "--json"])
+        rob = json.loads(buf.getvalue())["robust"]
+        print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0, "rc": rc,
+                          "knees": rob["knees"], "top": rob["knee_frequency"][:3]}))
+        return
     point = DesignPoint.from_dict({}, overrides=[f"model={model}", f"batch={batch}", "trace=synthetic",
                                                  "trace_seed=0"])
     t0, c0 = time.perf_counter(), time.process_time()
@@ -88,6 +103,26 @@ def file_trace(model: str, batch: int, draws: int) -> None:
           f"(load average {os.getloadavg()[0]:.1f})")
 
 
+def front_modes(a) -> None:
+    out = {}
+    for mode in a.modes.split(","):
+        with tempfile.TemporaryDirectory(prefix="bench-bands-") as cache:
+            load0 = os.getloadavg()[0]
+            so, se, wall, usage, rc = run_measured([sys.executable, __file__, "--child", mode, "--front", a.front,
+                                                    "--draws", str(a.draws)], {**os.environ, "DSE_CACHE_DIR": cache})
+            if rc:
+                sys.exit(f"{mode}: exit {rc}\n{se}")
+            r = out[mode] = json.loads(so.strip().splitlines()[-1])
+            print(f"{mode:>7}: dse front {a.front} --robust {a.draws} --model-uncertainty {a.draws}, empty cache: "
+                  f"wall {wall:.1f} s, CPU {usage.ru_utime + usage.ru_stime:.1f} s (load average {load0:.1f} -> "
+                  f"{os.getloadavg()[0]:.1f}); top knee frequencies "
+                  + ", ".join(f"trial {t['trial']}: {t['frequency']:.3f}" for t in r["top"]))
+            r["cpu_total"] = usage.ru_utime + usage.ru_stime
+    if "before" in out and "after" in out:
+        print(f"after / before: CPU x{out['after']['cpu_total'] / out['before']['cpu_total']:.2f}; "
+              f"same knee in every draw: {out['after']['knees'] == out['before']['knees']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="qwen3.5-397b-a17b")
@@ -95,11 +130,15 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=32)
     ap.add_argument("--modes", default="before,after")
     ap.add_argument("--file-trace", action="store_true", help="also time a trace-file design's draws")
+    ap.add_argument("--front", metavar="STUDY", help="instead: dse front STUDY --robust N --model-uncertainty N "
+                                                     "(N = --draws; run the study first)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        child(a.child, a.model, a.batch, a.draws)
+        child(a.child, a.model, a.batch, a.draws, a.front)
         return
+    if a.front:
+        return front_modes(a)
     if a.file_trace:
         file_trace(a.model, a.batch, a.draws)
     out = {}
