@@ -41,6 +41,8 @@ MAX_IN_PROCESS = 512
 _LOCK = threading.Lock()
 _MEMO: OrderedDict[str, np.ndarray] = OrderedDict()
 _DIGESTS: dict[int, tuple[object, str]] = {}     # id(workload) -> (workload, digest of its profile)
+_FOLDER_EST: dict[str, list[int]] = {}          # shared folder -> [bytes estimated, writes since its scan]
+EVICT_RESCAN_PUBLISHES = 32                     # writes between two scans of a shared folder at most
 
 
 def cache_dir() -> Path | None:
@@ -234,7 +236,7 @@ def publish(key: str, arrays: tuple, kind: str = "layout") -> tuple:
         for f, a in reversed(list(zip(files, arrays))):
             if not _store_shared(f, a):
                 return arrays
-        _evict(d, arrays_bound_bytes(), keep={str(f) for f in files})
+        _evict(d, arrays_bound_bytes(), keep={str(f) for f in files}, added=sum(int(a.nbytes) for a in arrays))
         hit = _map_all(d, key, len(arrays), touch=False)
         return hit if hit is not None else arrays
     finally:
@@ -358,9 +360,20 @@ def _warn(d: Path, exc: OSError) -> None:
               f"building warm state in memory instead", file=sys.stderr, flush=True)
 
 
-def _evict(d: Path, bound: int, keep: set[str]) -> None:
+def _evict(d: Path, bound: int, keep: set[str], added: int = 0) -> None:
     """Delete the least recently used entries until the folder holds at most ``bound`` bytes
-    (a mapped entry stays readable by the processes that mapped it)."""
+    (a mapped entry stays readable by the processes that mapped it).
+
+    The folder is scanned (a ``stat`` per entry) only when this process's running estimate of its
+    size (the last scan plus what it wrote since) passes ``bound``, or every
+    ``EVICT_RESCAN_PUBLISHES`` writes (entries other processes wrote). Scanning at every write
+    was quadratic: 64 model-uncertainty draws of a study's front wrote ~4,000 entries, each
+    write scanning all before it (issue 44)."""
+    est = _FOLDER_EST.get(str(d))
+    if est is not None and est[1] < EVICT_RESCAN_PUBLISHES and est[0] + added <= bound:
+        est[0] += added
+        est[1] += 1
+        return
     try:
         entries = [(e.stat().st_mtime, e.stat().st_size, e.path) for e in os.scandir(d)
                    if e.name.endswith(".npy") and not e.name.startswith(".")]
@@ -377,3 +390,4 @@ def _evict(d: Path, bound: int, keep: set[str]) -> None:
             total -= size
         except OSError:
             pass
+    _FOLDER_EST[str(d)] = [total, 0]

@@ -20,9 +20,10 @@ exception: stages that need a feasible mapping are skipped and their metrics are
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from dse.pipeline.context import Context
 from dse.pipeline.stages import area_power, cost, delivered, network, performance, routing, scheduled, structure
@@ -84,14 +85,46 @@ class Result:
         return out
 
 
-def evaluate(point: DesignPoint, workload: Workload | None = None) -> Result:
-    """Evaluate one design point (``workload``: a pre-loaded trace window for the routing stage)."""
-    ctx = Context(point, workload=workload)
-    for st in STAGES:
+# The stages before the arithmetic: they read the design's knobs and its workload, never a
+# constant of ``POST_SCHEDULE_CONSTANTS``, so draws that move only those share them.
+SCHEDULE_STAGES: tuple[str, ...] = ("structure", "routing")
+POST_SCHEDULE_CONSTANTS: tuple[str, ...] = ("t_layer_fixed_us", "stretch_per_hop")
+
+
+def _run(ctx: Context, stages: Sequence[Stage]) -> Context:
+    for st in stages:
         if st.needs_feasible and not ctx.feasible:
             continue
         ctx.metrics.update(st.run(ctx))
-    m = ctx.metrics
+    return ctx
+
+
+def evaluate(point: DesignPoint, workload: Workload | None = None) -> Result:
+    """Evaluate one design point (``workload``: a pre-loaded trace window for the routing stage)."""
+    return _result(_run(Context(point, workload=workload), STAGES))
+
+
+def evaluate_arithmetic_draws(point: DesignPoint, run_draw: Callable[[int, Callable[[], Result]], Any],
+                              n: int) -> list[Any]:
+    """``n`` evaluations of one design whose draws move only ``POST_SCHEDULE_CONSTANTS``: the
+    placement and schedule (``SCHEDULE_STAGES``) once, then, inside ``run_draw(i, f)`` (which sets
+    draw i's constants and calls ``f``), only the stages after them. Equal to ``evaluate(point)``
+    under each draw (``tests/pipeline/test_evaluate.py``)."""
+    head = [st for st in STAGES if st.name in SCHEDULE_STAGES]
+    tail = [st for st in STAGES if st.name not in SCHEDULE_STAGES]
+    if [st.name for st in STAGES[:len(head)]] != list(SCHEDULE_STAGES):
+        raise AssertionError("SCHEDULE_STAGES must be the first stages of STAGES")
+    base = _run(Context(point), head)
+
+    def draw() -> Result:
+        ctx = copy.copy(base)
+        ctx.metrics, ctx.reasons, ctx.die_noc_loads = dict(base.metrics), list(base.reasons), {}
+        return _result(_run(ctx, tail))
+    return [run_draw(i, draw) for i in range(n)]
+
+
+def _result(ctx: Context) -> Result:
+    point, m = ctx.point, ctx.metrics
     m["feasible"] = ctx.feasible
     m["infeasible_reason"] = "; ".join(ctx.reasons)
     for k in GUARANTEED_KEYS:

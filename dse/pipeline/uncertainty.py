@@ -19,6 +19,9 @@ from dse.data import load_toml
 
 TABLE = "model_uncertainty.toml"
 QUANTILES = {"p5": 5.0, "p50": 50.0, "p95": 95.0}
+# Unknowns that move only a synthetic trace's workload (``dse.workload.window``: its seed, and the
+# campaign position and profile correlation of ``dse.workload.campaign``), not a trace file's.
+WORKLOAD_UNKNOWNS = ("trace_seed", "routing_campaign_position", "profile_load_correlation")
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,22 @@ def bands(run: Callable[[dict[str, Any]], Mapping[str, Any]], n: int, seed: int 
 
 
 def point_bands(point, n: int, seed: int = 0) -> dict[str, dict[str, float]]:
-    """Bands of every numeric metric of one design (a catalog-trace design keeps its trace)."""
-    from dse.pipeline.evaluate import evaluate
+    """Bands of every numeric metric of one design (a catalog-trace design keeps its trace).
+
+    A design on a trace file or on the catalog's unions keeps its workload in every draw (the
+    workload unknowns move only a synthetic trace), so when the other sampled unknowns are all
+    arithmetic after the schedule, its placement and schedule are computed once and only the
+    later stages run per draw (``evaluate.evaluate_arithmetic_draws``)."""
+    from dse.pipeline.evaluate import POST_SCHEDULE_CONSTANTS, evaluate, evaluate_arithmetic_draws
+
+    sampled = [u.name for u in unknowns() if u.sampled]
+    if point.trace != "synthetic" and set(sampled) <= set(WORKLOAD_UNKNOWNS) | set(POST_SCHEDULE_CONSTANTS):
+        ds = draws(n, seed)
+
+        def run_draw(i: int, f: Callable[[], Any]) -> dict[str, Any]:
+            with applied(ds[i]):
+                return dict(f().metrics)
+        return quantiles(evaluate_arithmetic_draws(point, run_draw, n))
 
     def run(knobs: dict[str, Any]) -> Mapping[str, Any]:
         kn = knobs if point.trace == "synthetic" else {k: v for k, v in knobs.items() if k != "trace_seed"}

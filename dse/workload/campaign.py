@@ -23,14 +23,20 @@ keeps scale 1: the unknown does not move it.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import json
+import os
 import re
 from dataclasses import dataclass, replace
 
 import numpy as np
+import tomli_w
 
 from dse.catalog import MoEModel, get_model
 from dse.constants import C
+from dse.data import load_toml
 from dse.workload import synth
 from dse.workload.stats import gini
 from dse.workload.trace import Trace, loads
@@ -39,6 +45,14 @@ GINI_TOLERANCE = 5e-4          # |Gini(trace at the found scale) - target| the s
 SEARCH_ITERS = 24              # iterations of the bracketed secant (Illinois) search, at most
 BRACKET_STEP = 0.25            # relative step widening the search bracket around scale 1
 DEFAULT_STEPS, DEFAULT_SEED = 64, 0     # calibration trace when synth.toml does not say
+SCALES_FILE = ("profiles", "campaign_scales.toml")     # recorded answers of the search
+SCALE_FORMAT = 1                # bump when the search's answer changes meaning
+KEY_HEX_CHARS = 32
+SCALES_HEADER = ("# Skew scales of the campaign positions -1 / +1 (dse/workload/campaign.py, scale_range), recorded\n"
+                 "# so a run need not search them (22 s of CPU for the 397B). Used only while `key` matches the\n"
+                 "# model, its calibration window and generator parameters. Regenerate with:\n"
+                 "#   python -c \"from dse.workload.campaign import scales_toml, recordable; "
+                 "print(scales_toml(recordable()), end='')\" > dse/data/profiles/campaign_scales.toml\n")
 _CALIBRATED_ON = re.compile(r"B=(\d+), (\d+) steps, seed (\d+)")
 
 
@@ -122,16 +136,80 @@ def scale_for_gini(model: MoEModel, target: float, w: GiniWindow) -> float:
     return b
 
 
+def search_scale_range(model: MoEModel, w: GiniWindow) -> tuple[float, float]:
+    """(s_lo, s_hi) found by the search on the generator (seconds: whole calibration traces)."""
+    g_cal = trace_gini(model.name, 1.0, w.batch, w.steps, w.seed)
+    return (scale_for_gini(model, g_cal + (w.low - w.target), w),
+            scale_for_gini(model, g_cal + (w.high - w.target), w))
+
+
+def scale_key(model: MoEModel, w: GiniWindow) -> str:
+    """Digest of everything the search's answer depends on: the model's shape, its calibration
+    window and campaign spread, the generator's parameters and the search's settings."""
+    parts = (SCALE_FORMAT, model.name, model.experts, model.top_k, model.moe_layers, repr(w),
+             repr(synth.params_for(model.name)[0]), GINI_TOLERANCE, SEARCH_ITERS, BRACKET_STEP)
+    return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()[:KEY_HEX_CHARS]
+
+
+def recorded_scales() -> dict:
+    """The answers recorded in the package data (``SCALES_FILE``), per model name."""
+    try:
+        return load_toml(*SCALES_FILE)
+    except FileNotFoundError:
+        return {}
+
+
 @functools.lru_cache(maxsize=None)
 def scale_range(model_name: str) -> tuple[float, float] | None:
-    """(s_lo, s_hi): the skew scales moving the calibrated trace's Gini by the campaign's offsets."""
+    """(s_lo, s_hi): the skew scales moving the calibrated trace's Gini by the campaign's offsets.
+
+    The search generates whole calibration traces (22 s of CPU for the 397B), so its answer is
+    taken, in this order, from this process, from the package data (``SCALES_FILE``, when its
+    key still matches), from the on-disk cache (``synth_cache.cache_dir``), or searched and then
+    stored on disk. ``tests/workload/test_campaign.py`` checks a recorded answer against a new search."""
     model = get_model(model_name)
     w = gini_window(model)
     if w is None:
         return None
-    g_cal = trace_gini(model.name, 1.0, w.batch, w.steps, w.seed)
-    return (scale_for_gini(model, g_cal + (w.low - w.target), w),
-            scale_for_gini(model, g_cal + (w.high - w.target), w))
+    key = scale_key(model, w)
+    rec = recorded_scales().get(model.name)
+    if rec is not None and rec.get("key") == key:
+        return float(rec["low"]), float(rec["high"])
+    from dse.workload import synth_cache
+    d = synth_cache.cache_dir()
+    file = None if d is None else d.parent / "campaign" / f"{key}-{np.__version__}.json"
+    if file is not None:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            got = json.loads(file.read_text())
+            return float(got["low"]), float(got["high"])
+    lo, hi = search_scale_range(model, w)
+    if file is not None:
+        with contextlib.suppress(OSError):
+            file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"model": model.name, "low": lo, "high": hi}))
+            os.replace(tmp, file)
+    return lo, hi
+
+
+def scales_toml(names) -> str:
+    """``SCALES_FILE`` text for the models ``names`` (each searched anew)."""
+    out = {}
+    for name in names:
+        model = get_model(name)
+        w = gini_window(model)
+        if w is not None:
+            lo, hi = search_scale_range(model, w)
+            out[name] = {"key": scale_key(model, w), "low": lo, "high": hi,
+                         "window": f"B={w.batch}, {w.steps} steps, seed {w.seed}; Gini target {w.target}, "
+                                   f"campaign {w.low} - {w.high} ({w.rows} rows)"}
+    return SCALES_HEADER + tomli_w.dumps(out)
+
+
+def recordable() -> list[str]:
+    """Catalog models whose campaign moves their trace (those ``SCALES_FILE`` records)."""
+    from dse.catalog import catalog
+    return [m.name for m in catalog().values() if gini_window(m) is not None]
 
 
 def skew_scale(model: MoEModel, position: float | None = None) -> float:

@@ -43,6 +43,7 @@ import tomli_w
 
 from dse.data import load_toml
 from dse.errors import ConfigError
+from dse.workload.topk import topk
 from dse.workload.trace import Trace, TraceMeta, id_dtype
 
 SYNTH_FILE = ("profiles", "synth.toml")
@@ -165,10 +166,18 @@ def _rng_child(rng: np.random.Generator) -> np.random.Generator:
     return np.random.default_rng(int(rng.integers(2 ** 63)))
 
 
-def _gumbel_topk(logits: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    u = rng.random(logits.shape, dtype=np.float32)
-    g = logits - np.log(-np.log(np.maximum(u, np.float32(GUMBEL_U_FLOOR))))
-    return np.argpartition(-g, k - 1, axis=-1)[..., :k]
+def _gumbel_topk(logits: np.ndarray, k: int, rng: np.random.Generator, work: np.ndarray | None = None,
+                 scratch: np.ndarray | None = None) -> np.ndarray:
+    """The k largest of logits + Gumbel noise per row (ascending ids; ``topk.topk``). ``work``,
+    ``scratch``: float32 buffers of the logits' shape reused between steps (no fresh pages)."""
+    u = rng.random(logits.shape, dtype=np.float32, out=work)
+    np.maximum(u, np.float32(GUMBEL_U_FLOOR), out=u)      # -log(-log u), in place: the same values
+    np.log(u, out=u)
+    np.negative(u, out=u)
+    np.log(u, out=u)
+    if logits.dtype == np.float32:
+        return topk(np.subtract(logits, u, out=u), k, scratch)
+    return topk(logits - u, k)
 
 
 class Generator:
@@ -237,13 +246,15 @@ class Generator:
         a = np.float32(p.drift_corr)
         innov = np.float32(p.drift * math.sqrt(max(0.0, 1.0 - p.drift_corr ** 2)))
         dt = id_dtype(E)
+        work, scratch = (np.empty((L, B, E), dtype=np.float32) for _ in range(2))
         done = 0
         while done < n_steps:
             n = min(chunk, n_steps - done)
             out = np.empty((n, L, B, k), dtype=dt)
             for s in range(n):
-                lg = self.boost[:, topic, :] + (self.base + drift)[:, None, :]
-                out[s] = _gumbel_topk(lg, k, rng)
+                lg = self.boost[:, topic, :]
+                np.add(lg, (self.base + drift)[:, None, :], out=lg)
+                out[s] = _gumbel_topk(lg, k, rng, work, scratch)
                 drift = a * drift + innov * rng.standard_normal((L, E), dtype=np.float32)
                 new = rng.random(B) < p.turnover
                 if new.any():

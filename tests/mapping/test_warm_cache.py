@@ -221,6 +221,25 @@ def test_cache_is_bounded_least_recently_used_first(tmp_path, monkeypatch):
     assert left == {keys[0], keys[2]}
 
 
+def test_the_folder_is_scanned_only_when_it_may_be_over_its_bound(tmp_path, monkeypatch):
+    _shared_env(tmp_path, monkeypatch, mb=1)
+    scans = []
+    real = os.scandir
+    monkeypatch.setattr(warm_cache.os, "scandir", lambda d: scans.append(d) or real(d))
+    n = warm_cache.EVICT_RESCAN_PUBLISHES + 2
+    arrays = [np.full(1000, i, dtype=np.uint16) for i in range(n)]
+    for a in arrays:                                     # 2 KB each: far under 1 MiB
+        warm_cache.shared_array(warm_cache.content_key("scan", a), a.copy)
+    assert len(scans) == 2                               # the first write, then one rescan
+    other = tmp_path / "shared" / "other-process.npy"    # another process fills the folder
+    np.save(other, np.zeros(1_100_000, dtype=np.uint8))
+    os.utime(other, (1, 1))
+    for i in range(warm_cache.EVICT_RESCAN_PUBLISHES + 1):
+        a = np.full(1000, n + i, dtype=np.uint16)
+        warm_cache.shared_array(warm_cache.content_key("scan", a), a.copy)
+    assert len(scans) == 3 and not other.exists()        # seen at the next rescan, evicted
+
+
 def test_stale_lock_of_a_dead_process_is_taken_over(tmp_path, monkeypatch):
     import socket
     import subprocess

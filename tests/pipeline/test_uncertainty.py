@@ -50,3 +50,29 @@ def test_point_bands_bracket_the_draws():
     t = b["t_layer_us"]
     assert 61.44 + 0.31 - 1e-9 <= t["p5"] < t["p95"] <= 61.44 + 0.41 + 1e-9
     assert b["ffn_us_per_token_scheduled"]["p5"] <= b["ffn_us_per_token_scheduled"]["p95"]
+
+
+def _trace_file(tmp_path):
+    from dse.catalog import get_model
+    from dse.workload import synth
+    from dse.workload.trace import save_trace
+    m = get_model("olmoe-1b-7b")
+    return str(save_trace(synth.generate(m, 16, 8, seed=2, profile=None), tmp_path / "t.npz"))
+
+
+@pytest.mark.parametrize("trace", ["file", "catalog"])
+def test_shared_schedule_bands_equal_the_per_draw_path(tmp_path, monkeypatch, trace):
+    """A trace file's (or the catalog's) draws share placement and schedule: the same bands as
+    evaluating every draw from scratch (the scalar path)."""
+    from dse.pipeline.evaluate import evaluate
+    path = _trace_file(tmp_path) if trace == "file" else "catalog"
+    p = DesignPoint.from_dict({"model": "olmoe-1b-7b", "batch": 16, "trace": path, "profile_steps": 2})
+    from dse.pipeline.stages import routing
+    real, calls = routing.schedule_workload, []
+    monkeypatch.setattr(routing, "schedule_workload", lambda *a: calls.append(1) or real(*a))
+    shared = un.point_bands(p, 6, seed=3)
+    assert len(calls) == (1 if trace == "file" else 0)                        # scheduled once
+    scalar = un.bands(lambda knobs: evaluate(p).metrics, 6, seed=3)
+    assert len(calls) == (7 if trace == "file" else 0)
+    assert shared == scalar
+    assert shared["t_layer_us"]["p5"] < shared["t_layer_us"]["p95"]            # the draws do move it

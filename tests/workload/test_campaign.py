@@ -36,9 +36,35 @@ def test_the_range_ends_move_the_trace_gini_by_the_campaign_offsets():
     assert g(hi) - g_cal == pytest.approx(w.high - w.target, abs=cp.GINI_TOLERANCE)    # +0.031
     assert cp.skew_scale(m, -1.0) == lo and cp.skew_scale(m, 1.0) == hi and cp.skew_scale(m, 0.0) == 1.0
     assert cp.skew_scale(m, 0.5) == pytest.approx(1 + (hi - 1) / 2)
+    assert cp.search_scale_range(m, w) == (lo, hi)               # the recorded answer is a new search's
+
+
+def test_every_recorded_scale_is_current():
+    rec = cp.recorded_scales()
+    assert sorted(rec) == sorted(cp.recordable()) == [M35, "qwen3.5-397b-a17b"]
+    for name, row in rec.items():
+        m = get_model(name)
+        assert row["key"] == cp.scale_key(m, cp.gini_window(m))  # else: regenerate (SCALES_HEADER)
+
+
+def test_an_unrecorded_answer_is_searched_once_then_read_from_disk(tmp_path, monkeypatch):
+    m = get_model(M35)
+    monkeypatch.setenv("DSE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cp, "recorded_scales", lambda: {})
+    calls = []
+    monkeypatch.setattr(cp, "search_scale_range", lambda model, w: calls.append(model.name) or (0.9, 1.1))
     cp.scale_range.cache_clear()
-    cp.trace_gini.cache_clear()
-    assert cp.scale_range(M35) == (lo, hi)                       # deterministic: derived again, same
+    try:
+        assert cp.scale_range(M35) == (0.9, 1.1) and calls == [M35]
+        assert len(list((tmp_path / "campaign").glob("*.json"))) == 1
+        cp.scale_range.cache_clear()
+        assert cp.scale_range(M35) == (0.9, 1.1) and calls == [M35]      # from disk, not searched
+        monkeypatch.setenv("DSE_CACHE_DIR", "off")
+        cp.scale_range.cache_clear()
+        assert cp.scale_range(M35) == (0.9, 1.1) and calls == [M35, M35]
+    finally:
+        cp.scale_range.cache_clear()
+    assert cp.scale_key(m, cp.gini_window(m)) != cp.scale_key(m, cp.GiniWindow(128, 64, 1, 0.491, 0.471, 0.522, 3))
 
 
 @pytest.mark.parametrize("name", ["glm-5.2", "mixtral-8x7b", "qwen3-30b-a3b"])

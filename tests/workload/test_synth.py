@@ -33,6 +33,24 @@ def test_same_seed_same_trace_other_seed_differs():
     assert (p.experts != a.experts).any()
 
 
+def _gumbel_topk_argpartition(logits, k, rng, work=None, scratch=None):
+    """The generator's routing step before issue 44: fresh arrays and ``np.argpartition``."""
+    u = rng.random(logits.shape, dtype=np.float32)
+    g = logits - np.log(-np.log(np.maximum(u, np.float32(synth.GUMBEL_U_FLOOR))))
+    return np.argpartition(-g, k - 1, axis=-1)[..., :k]
+
+
+@pytest.mark.parametrize("model,profile", [(SMALL, None), (SMALL, "olmoe-1b-7b"), ("qwen3.5-35b-a3b", None)])
+def test_fast_topk_gives_the_argpartition_trace(monkeypatch, model, profile):
+    """Same random stream, same tokens' expert sets as the argpartition generator (slot order
+    ascending), the profile fit included."""
+    m = get_model(model)
+    new = synth.generate(m, 24, 5, seed=7, profile=profile).experts
+    monkeypatch.setattr(synth, "_gumbel_topk", _gumbel_topk_argpartition)
+    old = synth.generate(m, 24, 5, seed=7, profile=profile).experts
+    np.testing.assert_array_equal(new, np.sort(old, axis=-1))
+
+
 def test_default_calibration_is_reproduced_and_recorded():
     """synth.toml's achieved values are what the generator produces, and each is within 10 % of
     the catalog target (the calibration's worst residual: gini +9 %)."""
