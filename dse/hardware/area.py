@@ -9,7 +9,9 @@
 * Read periphery: each macro output bit beyond (or short of) the published unit's 2048 adds (or
   frees) a sense amplifier and column-mux slice (``C.sense_amp_um2_per_bit``), each macro beyond
   (or short of) its 16 a decoder / driver / control block (``C.macro_fixed_um2``); the study's
-  ReRAM area counts bit cells only, so the published unit's periphery is in no separate term.
+  ReRAM area counts bit cells only, so the published unit's periphery is in no separate term. A
+  macro clock above the one its read path reaches at the highest supply (sensing-limited: an
+  array access is not pipelined) is met by interleaving banks, each with a whole periphery.
 * Fetch queue: load-aware fetch stages, per core, the activations of the jobs it may pull from
   ``fetch_queue_depth`` queued steps (Q x w x d FP8 bytes) in SRAM (``C.sram_mm2_per_mib``).
 * PE groups: a group of u units shares its experts' read-outs among its u PE tiles locally, which
@@ -50,12 +52,17 @@ def pe_area_mm2(active_units: int, tile_width: int, pe_mhz: float | None = None)
     return active_units * per_unit * clock.area_factor(f, C.ref_pe_mhz)
 
 
-def read_periphery_mm2(active_units: int, n_macros: int, macro_width_bits: int):
+def read_periphery_mm2(active_units: int, n_macros: int, macro_width_bits: int, macro_mhz: float | None = None):
     """Read periphery beyond the published unit's (negative for a narrower frame or fewer macros):
-    a sense amplifier per output bit and a decoder / driver / control block per macro."""
+    a sense amplifier per output bit and a decoder / driver / control block per macro; above the
+    clock the read path reaches at the highest supply, the array is read interleaved over
+    ``clock.interleave_factor`` banks, each with its own periphery."""
     bits_um2 = (n_macros * macro_width_bits - C.ref_unit_output_bits) * C.sense_amp_um2_per_bit
     macros_um2 = (n_macros - C.ref_macros_per_unit) * C.macro_fixed_um2
-    return active_units * (bits_um2 + macros_um2) * MM2_PER_UM2
+    f = C.ref_macro_mhz if macro_mhz is None else macro_mhz
+    banks = clock.interleave_factor(f, C.ref_macro_mhz)
+    whole_um2 = n_macros * (macro_width_bits * C.sense_amp_um2_per_bit + C.macro_fixed_um2)
+    return active_units * (bits_um2 + macros_um2 + (banks - 1.0) * whole_um2) * MM2_PER_UM2
 
 
 def fetch_buffer_mm2(cores: int, queue_depth: int, tile_width: int, hidden: int):

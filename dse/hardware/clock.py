@@ -134,3 +134,11 @@ def energy_per_op_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> fl
     ratio = np.asarray(f_ref, dtype=float) / np.asarray(f, dtype=float)
     return _out((1 - s) * np.asarray(dynamic_energy_factor(f, f_ref))
                 + s * np.asarray(leakage_factor(f, f_ref)) * ratio)
+
+
+def interleave_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
+    """Banks a memory array is read across at clock ``f``: 1 up to the clock its access reaches
+    at V_max (an access is sensing-limited and not pipelined), then f / f(V_max) banks read in
+    turn, each with its own sense amplifiers and decoders (continuous: the mean over a unit)."""
+    over = np.asarray(f, dtype=float) / np.asarray(f_ref, dtype=float) / clock_ratio_at(C.vdd_max_v)
+    return _out(np.maximum(1.0, over))

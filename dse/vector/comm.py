@@ -180,7 +180,8 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
     queue = np.where(c.is_("fetch", "load_aware"), c["fetch_queue_depth"], 0)
     parts_mm2 = {
         "reram_area_mm2": area.reram_area_mm2(x["die_cap"]),
-        "read_periphery_area_mm2": area.read_periphery_mm2(x["units"], c["n_macros"], c["macro_width_bits"]),
+        "read_periphery_area_mm2": area.read_periphery_mm2(x["units"], c["n_macros"], c["macro_width_bits"],
+                                                           c["macro_mhz"]),
         "pe_area_mm2": area.pe_area_mm2(x["units"], w, c["pe_mhz"]),
         "fetch_buffer_area_mm2": area.fetch_buffer_mm2(x["n_cores"], queue, w, M.hidden[c["model"]]),
         "group_share_area_mm2": area.group_share_mm2(x["n_cores"], c["pe_groups_per_core"], x["upc"],

@@ -64,3 +64,14 @@ def test_energy_per_operation_has_a_minimum_below_the_published_clock():
     s = C.leakage_energy_share
     assert e[100.0] == pytest.approx((1 - s) * clock.dynamic_energy_factor(100, 200)
                                      + s * clock.leakage_factor(100, 200) * 2)
+
+
+def test_a_faster_macro_clock_interleaves_banks_of_whole_periphery():
+    from dse.hardware import area
+    top = clock.clock_ratio_at(C.vdd_max_v)
+    assert clock.interleave_factor(200 * top * 0.99, 200) == 1.0
+    assert clock.interleave_factor(400, 200) == pytest.approx(2 / top)
+    assert area.read_periphery_mm2(320, 16, 128, 200.0) == 0.0            # the published unit
+    whole = 16 * (128 * C.sense_amp_um2_per_bit + C.macro_fixed_um2) * 1e-6
+    assert area.read_periphery_mm2(320, 16, 128, 400.0) == pytest.approx(320 * (2 / top - 1) * whole)
+    assert metrics(macro_mhz=400)["read_periphery_area_mm2"] == pytest.approx(320 * (2 / top - 1) * whole)

@@ -23,7 +23,8 @@ def silicon_mm2(ctx: Context) -> dict[str, float]:
     queue = p.fetch_queue_depth if p.fetch == "load_aware" else 0
     return {
         "reram_area_mm2": area.reram_area_mm2(h.die_capacity_bytes),
-        "read_periphery_area_mm2": area.read_periphery_mm2(h.die_active_units, p.n_macros, p.macro_width_bits),
+        "read_periphery_area_mm2": area.read_periphery_mm2(h.die_active_units, p.n_macros, p.macro_width_bits,
+                                                           p.macro_mhz),
         "pe_area_mm2": area.pe_area_mm2(h.die_active_units, p.tile_width, p.pe_mhz),
         "fetch_buffer_area_mm2": area.fetch_buffer_mm2(len(shapes), queue, p.tile_width, ctx.model.hidden),
         "group_share_area_mm2": area.group_share_mm2(len(shapes), p.groups, h.units_per_core,
