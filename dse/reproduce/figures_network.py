@@ -110,14 +110,16 @@ figure("area_power.die_noc_power_w", "predicted",
             "study's 1.8 W (0.82 W/mm2) is denser than its own core mesh (0.53 W/mm2)")(
     lambda: m()["die_noc_power_w"])
 figure("area_power.d2d_io_area_mm2", "arithmetic",
-       note="MISS: (96 + 34) GB/s / 66 GB/s/mm2 = 2.0 mm2. The study's 12 mm2 and 3.0 W both match 768 "
-            "'GB/s' (= 96 GB/s x 8, a bits/bytes slip?): 768 / 66 = 11.6 mm2, 768 x 8 x 0.5 pJ = 3.07 W")(
+       note="MISS: 96 GB/s D2D on UCIe-2D (66 GB/s/mm2) + 34 GB/s node links on SerDes (16 GB/s/mm2) = "
+            "3.6 mm2. The study's 12 mm2 and 3.0 W both match 768 'GB/s' (= 96 GB/s x 8, a bits/bytes "
+            "slip?): 768 / 66 = 11.6 mm2, 768 x 8 x 0.5 pJ = 3.07 W (docs/model/prices.md, D2D)")(
     lambda: m()["d2d_io_area_mm2"])
-figure("area_power.d2d_io_power_w", "arithmetic", note="MISS: see d2d_io_area_mm2 (ours 130 GB/s x 8 b x 0.5 pJ/b)")(
+figure("area_power.d2d_io_power_w", "arithmetic",
+       note="MISS: see d2d_io_area_mm2 (ours 96 GB/s x 8 b x 0.5 pJ/b UCIe + 34 GB/s x 8 b x 4 pJ/b SerDes)")(
     lambda: m()["d2d_io_power_w"])
 figure("area_power.die_power_w", "predicted",
-       note="3.3 ReRAM + 19.5 PE + 19.0 core mesh + 0.6 Die NoC + 0.5 D2D/IO: the D2D/IO and Die-NoC "
-            "misses (above) take 3.7 W off the study's 47 W")(lambda: m()["die_power_w"])
+       note="3.3 ReRAM + 19.5 PE + 19.0 core mesh + 0.6 Die NoC + 1.5 D2D/IO: the D2D/IO and Die-NoC "
+            "misses (above) take 3.2 W off the study's 47 W")(lambda: m()["die_power_w"])
 figure("area_power.pool_power_kw_35b", "predicted",
-       note="MISS by 0.7 % beyond tolerance: 25 x 42.9 W; the residual is the D2D/IO and Die-NoC power "
-            "(see those entries)")(lambda: m()["pool_power_w"] / 1e3)
+       note="25 x 43.8 W; the residual is the D2D/IO and Die-NoC power (see those entries)")(
+    lambda: m()["pool_power_w"] / 1e3)
