@@ -49,6 +49,7 @@ def space_text(points: int) -> str:
 def check_streamed_equals_in_memory() -> str:
     """The 10^6-point space streamed and in memory: the same front, knee and hypervolume."""
     import numpy as np
+
     from dse.cli.grid import DEFAULT_OBJECTIVES
     from dse.search.grid.grid import run_grid
     from dse.search.grid.stream import stream_grid

@@ -69,8 +69,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the checkout: tests.fixtures
 ROOT = Path(__file__).resolve().parents[1]
-from tests.fixtures import (LATENCY_POWER_OBJECTIVES as QUALITY_OBJ, MFU_LATENCY_OBJECTIVES as SPEED_OBJ,  # noqa: E402
-                            SCHEDULING_SPACE, SILICON700_SPACE as QUALITY_SPACE, write_study)
+from tests.fixtures import LATENCY_POWER_OBJECTIVES as QUALITY_OBJ  # noqa: E402
+from tests.fixtures import MFU_LATENCY_OBJECTIVES as SPEED_OBJ  # noqa: E402
+from tests.fixtures import SCHEDULING_SPACE, write_study  # noqa: E402
+from tests.fixtures import SILICON700_SPACE as QUALITY_SPACE  # noqa: E402
 
 TARGET_HV = 0.98
 TARGET_SPEEDUP = 1.7
@@ -91,11 +93,11 @@ def _study(d: Path, space: str, obj: str, sampler: str, trials: int, seed: int, 
 
 def quality(tmp: Path, seeds: int, budget: float, batch: int = 10, pop: int = 10,
             startup: int = 10) -> list[tuple[str, float]]:
+    from dse.search.execute.evaluation import evaluate_design
+    from dse.search.execute.runner import run_study
     from dse.search.front import pareto
     from dse.search.space.objectives import score
     from dse.search.study.results import load_results
-    from dse.search.execute.evaluation import evaluate_design
-    from dse.search.execute.runner import run_study
     from dse.search.study.study import load_study
 
     cfg = load_study(_study(tmp / "grid", QUALITY_SPACE, QUALITY_OBJ, "grid", 1, 0, 8))
@@ -282,8 +284,8 @@ def _speed_study(d: Path, trials: int, steps: int, batch: int, sampler: str = "r
 
 def _generate_traces(tmp: Path, steps: int, batch: int) -> Path:
     """Generate the speed study's trace windows once, in this process; returns their folder."""
-    from dse.search.study.study import load_study
     from dse.search.execute.warm import warm_traces
+    from dse.search.study.study import load_study
     cache = tmp / "trace-cache"
     before = os.environ.get("DSE_CACHE_DIR")
     os.environ["DSE_CACHE_DIR"] = str(cache)
@@ -348,6 +350,7 @@ def workload_capacity(designs: list[dict], cache: Path) -> float:
 
 def _capacity_child(file: str, n: int, i: int) -> None:
     import json
+
     from dse.search.execute.evaluation import evaluate_design, safe_evaluate
     designs = json.loads(Path(file).read_text())
     safe_evaluate(evaluate_design, designs[0], [SPEED_MODEL])   # traces loaded, not timed

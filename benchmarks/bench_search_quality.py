@@ -77,9 +77,9 @@ def exhaustive_front(cfg) -> tuple[np.ndarray, int, int, float]:
     """Exact feasible front of a discrete space by evaluating every point with the scalar path
     (the reference; ``dse grid`` computes the same front vectorised): minimisation array,
     points, feasible points, seconds."""
+    from dse.search.execute.runner import evaluate_design
     from dse.search.front import pareto
     from dse.search.space.objectives import score
-    from dse.search.execute.runner import evaluate_design
     t0 = time.perf_counter()
     pts, n = [], 0
     for params in cfg.space.grid(cfg.base_env()):
@@ -122,8 +122,8 @@ def against_exhaustive(label: str, study: Path, seeds: int, budget: float, tmp: 
 
 def against_union(study: Path, seeds: int, trials: int | None, tmp: Path) -> dict[str, list[float]]:
     """The shipped study and the baselines at the same trial budget; HV shares of the union front."""
-    from dse.search.front import pareto
     from dse.search.execute.runner import run_study
+    from dse.search.front import pareto
     from dse.search.study.study import load_study
     cfg = load_study(study)
     runs: list[tuple[str, int, np.ndarray, float]] = []

@@ -167,8 +167,8 @@ def _stats(args) -> int:
 
 def _targets(model_name: str, batch: int) -> dict:
     """The catalog's routing targets of a model (its measured profile's, when it has none)."""
-    from dse.workload import synth
     from dse.catalog import get_model
+    from dse.workload import synth
     return synth.targets(get_model(model_name), batch)
 
 
@@ -201,8 +201,8 @@ def _summary_rows(summ: dict, targets: dict | None):
 
 
 def _synth(args) -> int:
-    from dse.workload import synth
     from dse.catalog import get_model
+    from dse.workload import synth
     from dse.workload.stats import trace_stats
     model = get_model(args.model)
     B = args.batch or model.native_batch

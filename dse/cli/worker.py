@@ -39,11 +39,11 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dse.cli.run import study_from_args
     from dataclasses import replace
 
-    from dse.distributed.worker import check_heartbeat, run_worker
     from dse.cli.jobs import bounded_jobs
+    from dse.cli.run import study_from_args
+    from dse.distributed.worker import check_heartbeat, run_worker
     args.jobs = bounded_jobs(args.jobs)
     if args.max_trials is not None and args.max_trials < 1:
         raise ConfigError(f"--max-trials {args.max_trials}: must be a positive integer")

@@ -15,6 +15,7 @@ from typing import Any
 
 from dse.errors import ConfigError
 
+
 def open_any(url: str, *, must_exist: bool):
     """Open a storage (a URL or a plain SQLite file path); ``must_exist`` opens it read-only and
     refuses a SQLite / journal file that is not there (nothing is created or changed)."""

@@ -12,8 +12,9 @@ the `dse reproduce` summary.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -257,6 +258,7 @@ def model_uncertainty_blocks(res, mu) -> list[Any]:
 
 def version_section(res, reproduce_rows) -> Section:
     from importlib import resources
+
     from dse import __version__
 
     def digest(name: str) -> str:

@@ -24,11 +24,13 @@ All accumulators work chunk by chunk, so a million-token trace is summarised in 
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
-from dse.workload.trace import Trace, TraceMeta, loads as loads_of
+from dse.workload.trace import Trace, TraceMeta
+from dse.workload.trace import loads as loads_of
 
 PAIR_MIN_COUNT = 5
 TOP_PAIRS = 64

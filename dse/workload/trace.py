@@ -28,9 +28,9 @@ from __future__ import annotations
 import os
 import zipfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -84,7 +84,7 @@ class Trace:
         for s in range(0, self.meta.steps, steps):
             yield self.experts[s:s + steps]
 
-    def window(self, start: int, stop: int | None = None) -> "Trace":
+    def window(self, start: int, stop: int | None = None) -> Trace:
         """Steps [start, stop) as a trace of its own."""
         ids = self.experts[start:stop]
         return Trace(replace(self.meta, steps=ids.shape[0]), ids)

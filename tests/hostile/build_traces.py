@@ -8,7 +8,6 @@ Every file is a small synthetic ``rexpert-trace/1`` archive (model olmoe-1b-7b: 
 from __future__ import annotations
 
 import io
-import pickle
 import zipfile
 from pathlib import Path
 

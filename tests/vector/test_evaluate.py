@@ -8,11 +8,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dse.catalog import gpu_names, model_names
 from dse.pipeline.evaluate import evaluate
 from dse.search.space.space_file import load_space
 from dse.spec import DesignPoint
 from dse.vector import Columns, evaluate_chunks, evaluate_columns
-from dse.catalog import gpu_names, model_names
 from tests.draw import DrawTrial as _DrawTrial
 
 FULL = Path(__file__).resolve().parents[2] / "spaces" / "full.toml"

@@ -8,7 +8,7 @@ import pytest
 
 from dse.errors import TraceError
 from dse.workload.convert import convert, convert_report, warnings
-from tests.workload.dumps import K, L, MODEL, dumps4, rand_ids, routes_doc, token_ids, write_dump  # noqa: F401 (dumps4: a fixture)
+from tests.workload.dumps import MODEL, K, L, dumps4, rand_ids, routes_doc, token_ids, write_dump  # noqa: F401 (dumps4: a fixture)
 
 
 def test_routes_json_infers_model_and_cuts_steps(tmp_path):

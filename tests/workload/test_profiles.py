@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dse.workload import profiles, synth
 from dse.catalog import get_model
+from dse.workload import profiles, synth
 from dse.workload.stats import flat_stats
 
 

@@ -13,7 +13,6 @@ from dse.errors import ConfigError, TraceError
 from dse.workload.load import load_any
 from dse.workload.trace import TraceFile, loads, make_trace, regroup, save_trace, write_chunks
 
-
 MODEL = "olmoe-1b-7b"          # 16 layers x 64 experts, top-8: small and in the catalog
 
 

@@ -12,7 +12,8 @@ against the front of all rows.
 """
 from __future__ import annotations
 
-from typing import Any, Hashable, Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -71,7 +72,7 @@ class TrialFront:
         self.seen = 0
         self.last: Any = None                     # the last trial seen (a finished trial, never replaced)
 
-    def update(self, trials: Sequence) -> "TrialFront":
+    def update(self, trials: Sequence) -> TrialFront:
         if self.seen and (len(trials) < self.seen or trials[self.seen - 1] is not self.last):
             # not the list it grew from (the study was rebuilt anew): start again
             self.front, self.seen = RunningFront(len(self.directions)), 0

@@ -19,7 +19,8 @@ more than two workloads with a summed or mean objective) go the per-design way
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -27,7 +27,8 @@ choice object itself, so this is the parent's value).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import ast
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from dse.errors import ConfigError
 from dse.search.space import expr

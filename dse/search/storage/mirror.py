@@ -18,7 +18,8 @@ stores, ``sync`` / ``rebuild`` turn stored trials back (``stored.sampler_form``)
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from dse.search.storage import optuna_compat, optuna_read
 from dse.search.storage.storage import finish_trial

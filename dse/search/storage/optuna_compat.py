@@ -28,8 +28,9 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 
 # ---- handles ---------------------------------------------------------------------------------

@@ -145,7 +145,7 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
         raise ConfigError(f"storage {mask_url(url)}: cannot connect ({mask_text(msg, url)}){hint}") from None
 
 
-_ENGINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # RDB engine -> read-only
+_ENGINES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # RDB engine -> read-only
 
 
 def _closed_at_exit(storage, read_only: bool):

@@ -41,9 +41,10 @@ import json
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from dse.errors import ConfigError, DSEError
 from dse.errors import suggest as _suggest
@@ -135,7 +136,7 @@ class StudyConfig:
         return " ".join(out)
 
     def with_overrides(self, *, model: str | None = None, seed: int | None = None, trials: int | None = None,
-                       storage: str | None = None) -> "StudyConfig":
+                       storage: str | None = None) -> StudyConfig:
         """Apply CLI overrides; ``model``/``seed`` change the study's identity (name)."""
         cfg = self
         ov = dict(self.overrides)
