@@ -145,7 +145,8 @@ def main() -> None:
     ops, calls = ops_per_point(CHUNK)
     rate_np = numpy_rate(CHUNK)
     limit = rate_np / ops
-    print(f"scalar closed-form evaluate only      : {rate_eval:10.0f} points/s  ({dt_eval * 1e6 / args.points:.0f} us/point)")
+    print(f"scalar closed-form evaluate only      : {rate_eval:10.0f} points/s  "
+          f"({dt_eval * 1e6 / args.points:.0f} us/point)")
     print(f"scalar validate + evaluate (from dict): {rate_full:10.0f} points/s  -> {rate_full / TARGET_PER_S:.2f}x "
           f"the {TARGET_PER_S} target")
     print(f"vectorised evaluate ({args.vector_points} points)   : {rate_vec:10.0f} points/s wall, {rate_cpu:.0f} CPU "

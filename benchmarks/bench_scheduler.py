@@ -154,7 +154,8 @@ def bench_big(tokens: int) -> None:
         loads_mib = steps * m.moe_layers * m.experts * 4 / 2 ** 20
         print(f"streamed evaluation: {dt:.1f} s for {meas} measured steps ({meas * 40 / dt:,.0f} (step, layer) per s); "
               f"peak RSS {rss:.0f} MiB of the whole process vs {ids_mib:.0f} MiB of ids and {loads_mib:.0f} MiB of "
-              f"loads held at once (ratio {rss / (ids_mib + loads_mib):.2f}); occupancy {line[4]}, actual MFU {line[5]}")
+              f"loads held at once (ratio {rss / (ids_mib + loads_mib):.2f}); occupancy {line[4]}, "
+              f"actual MFU {line[5]}")
 
 
 def main() -> None:

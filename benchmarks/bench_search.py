@@ -18,8 +18,9 @@ Run: python benchmarks/bench_search.py [--seeds 5] [--budget 0.10] [--speed-tria
    include process start-up, worker start-up, placements and storage. Target >= 1.7x on 2 cores,
    and >= 85 % of what the machine delivers in the same run. The two runs must give identical
    trials (the batch size, not ``jobs``, fixes the sampler's view; the random sampler's next batch is
-   asked while the current one is evaluated, so its workers never wait at a batch barrier). What it runs (``SPEED_SPACE``: 3,360 scheduling designs in 48 (domain,
-   placement) pairs; random sampler, 768 trials in batches of 24 as ``studies/full.toml``; traces
+   asked while the current one is evaluated, so its workers never wait at a batch barrier). What it runs
+   (``SPEED_SPACE``: 3,360 scheduling designs in 48 (domain, placement) pairs; random sampler, 768 trials
+   in batches of 24 as ``studies/full.toml``; traces
    of 128 decode steps): 644 distinct designs, ~20 ms each when chosen (~88 % of the ``--jobs 1``
    run, so a run was mostly evaluations, as a real study's is); since the scheduler's chunk memo
    and faster load-aware fetch, ~7-9 ms each, so the run's fixed costs (process start, storage,
@@ -31,7 +32,8 @@ Run: python benchmarks/bench_search.py [--seeds 5] [--budget 0.10] [--speed-tria
    The benchmark prints the share of the ``--jobs 1`` run spent evaluating designs, as the run
    itself counts it (``result_s`` of ``dse run --json``, placements included: since stop 20;
    before, the designs times their mean replayed afterwards in one process, which missed the
-   placements and the run's slower evaluations: 51 % where the run's own count says ~70 %). What the machine delivers is measured in the same run twice: two
+   placements and the run's slower evaluations: 51 % where the run's own count says ~70 %). What the machine
+   delivers is measured in the same run twice: two
    CPU-bound pure-Python loops against one (before and after the runs), and this very work (a
    sample of the evaluated designs done in each of two processes at once, against one process
    doing them: memory traffic and a busy machine both lower it). On a shared machine the capacity moves
@@ -122,7 +124,8 @@ def quality(tmp: Path, seeds: int, budget: float, batch: int = 10, pop: int = 10
     print(f"[quality] exhaustive grid: {len(grid)} designs ({len(pts)} feasible, front "
           f"{int(pareto.nondominated(F).sum())}) evaluated directly in {t_grid:.1f} s; hypervolume {hv_grid:.4f}")
     print(f"[quality] budget: {n} distinct designs evaluated per study = {n / len(grid):.0%} of the grid")
-    print(f"{'sampler':8s} {'seed':>4s} {'trials':>6s} {'evaluated':>9s} {'front':>5s} {'HV':>7s} {'HV/grid':>8s} {'time s':>7s}")
+    print(f"{'sampler':8s} {'seed':>4s} {'trials':>6s} {'evaluated':>9s} {'front':>5s} {'HV':>7s} {'HV/grid':>8s} "
+          f"{'time s':>7s}")
     rows: dict[str, list[float]] = {}
     settings = {"nsga2": f"population_size = {pop}", "tpe": f"n_startup_trials = {startup}\nmultivariate = true",
                 "random": ""}
@@ -183,8 +186,9 @@ def speed(tmp: Path, trials: int, steps: int, batch: int, repeats: int = 3, targ
                 evaluating.append(s["result_s"])
             evaluated = s["evaluations"]
             hist[jobs, rep] = [(x.number, x.params, x.values) for x in load_results(load_study(p)).records]
-            print(f"[speed] run {rep + 1}/{repeats}, dse run --jobs {jobs}: {s['complete']} trials, {evaluated} designs "
-                  f"evaluated, {t:.1f} s wall ({t / max(1, evaluated) * 1e3:.1f} ms per evaluated design), "
+            print(f"[speed] run {rep + 1}/{repeats}, dse run --jobs {jobs}: {s['complete']} trials, "
+                  f"{evaluated} designs evaluated, {t:.1f} s wall "
+                  f"({t / max(1, evaluated) * 1e3:.1f} ms per evaluated design), "
                   f"{s['cpu_s']:.1f} s CPU, peak RSS {s['peak_rss_mb']:.0f} MB (largest process)")
     ratios = [a / b for a, b in zip(times[1], times[2])]
     sp = statistics.median(ratios)
@@ -198,8 +202,8 @@ def speed(tmp: Path, trials: int, steps: int, batch: int, repeats: int = 3, targ
     bound = times[1] / (out[2] + (times[1] - out[1]) / 2)
     print(f"[speed] outside the run loop (process start, imports, storage, the summary, exit): --jobs 1 "
           f"{out[1]:.2f} s of {times[1]:.1f} s, --jobs 2 {out[2]:.2f} s; with the loop exactly halved the "
-          f"speed-up could be at most {bound:.2f}x (Amdahl); the loop itself went {(times[1] - out[1]) / (times[2] - out[2]):.2f}x "
-          f"as fast")
+          f"speed-up could be at most {bound:.2f}x (Amdahl); the loop itself went "
+          f"{(times[1] - out[1]) / (times[2] - out[2]):.2f}x as fast")
     # A run cannot take less wall time than its CPU time over the cores: the speed-up the --jobs 2
     # run's own CPU allows, whatever its processes' order (what a second process adds, not the loop's
     # balance, is then what stands between the engine and the machine's two cores).

@@ -102,7 +102,8 @@ def against_exhaustive(label: str, study: Path, seeds: int, budget: float, tmp: 
     n_eval = max(1, int(round(budget * n)))
     print(f"[{label}] {study.relative_to(ROOT)}: {n} points ({nfeas} feasible), exact front {len(F)} designs "
           f"in {dt:.1f} s; budget {n_eval} evaluations = {n_eval / n:.1%} of the points")
-    print(f"{'sampler':22s} {'seed':>4s} {'trials':>6s} {'evaluated':>9s} {'front':>5s} {'HV share':>8s} {'time s':>7s}")
+    print(f"{'sampler':22s} {'seed':>4s} {'trials':>6s} {'evaluated':>9s} {'front':>5s} {'HV share':>8s} "
+          f"{'time s':>7s}")
     rows: dict[str, list[float]] = {}
     for sampler, settings in samplers:
         tag = "shipped " + cfg.sampler if sampler is None else sampler

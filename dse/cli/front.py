@@ -132,8 +132,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     headers, rows = _rows(args, res, shown, front, knee)
     if args.csv:
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
+        w = csv.writer(buf := io.StringIO(), lineterminator="\n")
         w.writerow(headers)
         for row in rows:
             w.writerow(["" if v is None else v for v in row])

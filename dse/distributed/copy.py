@@ -55,7 +55,8 @@ def list_studies(url: str) -> list[StudyInfo]:
     return out
 
 
-def copy_studies(src: str, dst: str, names: list[str] | None = None, to_name: str | None = None) -> list[dict[str, Any]]:
+def copy_studies(src: str, dst: str, names: list[str] | None = None,
+                 to_name: str | None = None) -> list[dict[str, Any]]:
     """Copy studies (all, or ``names``) from ``src`` to ``dst``; returns what was copied."""
     import optuna
 

@@ -129,7 +129,8 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
         hid, dep = M.hidden[mi], c["array_depth"]
         t.infeasible(~ok, lambda i: f"chunk of {cc[i]} columns (3 x d = 3 x {hid[i]}) exceeds array_depth {dep[i]}")
     dies_cap = per_key(lambda m, n_units, dep: sharding.dies_by_capacity(
-        int(M.weight_bytes[m]), die.die_capacity_bytes(n_units, unit.unit_capacity_bytes(dep))), mi, units, c["array_depth"])
+        int(M.weight_bytes[m]), die.die_capacity_bytes(n_units, unit.unit_capacity_bytes(dep))),
+        mi, units, c["array_depth"])
     dies_pack = per_key(lambda m, tp_, n_units: sharding.dies_by_packing(
         get_model(M.names[m]).expert_instances, tp_, n_units), mi, tp, units)
     dies = np.where(c.is_("die_count_rule", "capacity"), dies_cap, dies_pack)

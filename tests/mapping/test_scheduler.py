@@ -343,7 +343,7 @@ def test_load_aware_fetch_with_layout_padding_equals_the_oracle(monkeypatch, uni
     for c in np.array_split(jobs, 3):
         pf.push(c)
     got = pf.finish()
-    want = np.array([oracle._prefetch(jobs[:, l].tolist(), pes.tolist(), 6) for l in range(3)]).T
+    want = np.array([oracle._prefetch(jobs[:, layer].tolist(), pes.tolist(), 6) for layer in range(3)]).T
     assert np.array_equal(got, want)
 
 

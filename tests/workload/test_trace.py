@@ -29,10 +29,10 @@ def test_loads_counts_tokens_per_expert():
     n = loads(ids, E)
     ref = np.zeros((3, L, E), dtype=int)
     for s in range(3):
-        for l in range(L):
+        for layer in range(L):
             for t in range(5):
-                for e in ids[s, l, t]:
-                    ref[s, l, e] += 1
+                for e in ids[s, layer, t]:
+                    ref[s, layer, e] += 1
     assert (n == ref).all()
 
 

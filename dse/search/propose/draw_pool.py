@@ -203,7 +203,8 @@ def columns(space: Space, base: Mapping[str, Any], rng: np.random.Generator, n: 
             full[rows] = np.where(keep & (pv >= 0), pv, fresh) if parents else fresh
             env.cols[d.name] = (full, active, choices)
             at = np.where(active, full, -1)
-            out.append((d.name, _objects(choices + [None])[at], _objects([repr(x) for x in choices + [None]])[at], active))
+            out.append((d.name, _objects(choices + [None])[at], _objects([repr(x) for x in choices + [None]])[at],
+                        active))
             continue
         if len(rows):
             column = _int_column if d.type == "int" else _float_column
