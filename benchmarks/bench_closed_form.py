@@ -30,8 +30,8 @@ CHOICES = {"core_side": [1, 2, 4, 6, 8], "tile_width": [1, 2, 4, 8],
 
 
 def points(n: int, seed: int = 0):
-    from dse.spec import DesignPoint
     from dse.catalog import model_names
+    from dse.spec import DesignPoint
     rng = random.Random(seed)
     models = model_names()
     out = []
@@ -44,6 +44,7 @@ def points(n: int, seed: int = 0):
 
 def vector_columns(n: int, seed: int = 0):
     import numpy as np
+
     from dse.vector import Columns
     from dse.vector.columns import categories
     rng = np.random.default_rng(seed)
@@ -57,6 +58,7 @@ def vector_columns(n: int, seed: int = 0):
 def ops_per_point(n: int) -> tuple[float, int]:
     """(elementwise ufunc operations per point, ufunc calls) of one evaluation of ``n`` random designs."""
     import numpy as np
+
     from dse.vector import Columns, evaluate_columns
 
     class Counted(np.ndarray):
@@ -143,7 +145,8 @@ def main() -> None:
     ops, calls = ops_per_point(CHUNK)
     rate_np = numpy_rate(CHUNK)
     limit = rate_np / ops
-    print(f"scalar closed-form evaluate only      : {rate_eval:10.0f} points/s  ({dt_eval * 1e6 / args.points:.0f} us/point)")
+    print(f"scalar closed-form evaluate only      : {rate_eval:10.0f} points/s  "
+          f"({dt_eval * 1e6 / args.points:.0f} us/point)")
     print(f"scalar validate + evaluate (from dict): {rate_full:10.0f} points/s  -> {rate_full / TARGET_PER_S:.2f}x "
           f"the {TARGET_PER_S} target")
     print(f"vectorised evaluate ({args.vector_points} points)   : {rate_vec:10.0f} points/s wall, {rate_cpu:.0f} CPU "

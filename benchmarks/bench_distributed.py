@@ -53,7 +53,8 @@ def temp_postgres():
     subprocess.run([*run_as, f"{pgbin}/initdb", "-D", str(data), "-U", "dse", "--auth=scram-sha-256",
                     f"--pwfile={work / 'pw'}", "--no-sync", "-E", "UTF8", "--locale=C"], check=True,
                    stdout=subprocess.DEVNULL)
-    opts = f"-p {port} -k {work} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=200"
+    opts = (f"-p {port} -k {work} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
+            f"-c max_connections=200")
     subprocess.run([*run_as, f"{pgbin}/pg_ctl", "-D", str(data), "-l", str(work / "log"), "-w", "start", "-o", opts],
                    check=True, stdout=subprocess.DEVNULL)
     try:

@@ -55,7 +55,8 @@ def cache_row(work: Path, shim: Path, fault: str, points: int) -> str:
         cache = work / f"cache-{fault}-{point}"
         cache.mkdir()
         proc = (_child(cache, env={"LD_PRELOAD": str(shim), "DSE_FAULT_BUDGET": str(point),
-                                   "DSE_FAULT_PREFIX": f"{cache}/"}) if fault == "ENOSPC" else _child(cache, fsize=point))
+                                   "DSE_FAULT_PREFIX": f"{cache}/"})
+                if fault == "ENOSPC" else _child(cache, fsize=point))
         ok += proc.returncode == 0 and proc.stdout.strip() == digest
         whole += _entries_whole(cache, want) == []
         absent += not any((cache / "traces").glob("*.npy"))

@@ -83,6 +83,7 @@ def run(study: Path, seed: int, trials: int | None, tmp: Path, max_evaluations: 
     """(config, run summary, seconds) of one fresh run (``sampler``: replaces the study's, with
     its settings in ``SINGLE``, else optuna's defaults)."""
     from dataclasses import replace
+
     from dse.search.execute.runner import run_study
     from dse.search.study.study import load_study
     tag = f"{study.stem}-{label(sampler)}-{seed}-{trials}-{max_evaluations}"
@@ -152,6 +153,7 @@ def one_seed(seed: int, trials: int | None, tmp: Path, budget: bool, cache: Path
              multi: Path = MULTI) -> tuple[list[tuple], list[tuple]]:
     """The seed's table rows and verdicts ((plain run, multi run, met, line) each)."""
     from types import SimpleNamespace as NS
+
     from dse.search.study.study import load_study
     runs, need = [], 0
     for sampler in SINGLE:
@@ -200,10 +202,10 @@ def one_seed(seed: int, trials: int | None, tmp: Path, budget: bool, cache: Path
 
 def estimator_error(tmp: Path, sizes=(48, 96, 156, 240), test_from: int = 240) -> None:
     """``--estimator`` (module docstring): held-out error of the closed-form estimates."""
+    from dse.search.execute.runner import run_study
     from dse.search.front import pareto
     from dse.search.propose.estimate import BoundMemo, Estimator
     from dse.search.propose.guided import DEFAULTS, Evaluated
-    from dse.search.execute.runner import run_study
     from dse.search.storage.storage import open_study
     from dse.search.study.study import load_study
     cfg = load_study(PLAIN, seed=0, storage=f"sqlite:///{tmp / 'estimator.db'}")

@@ -49,6 +49,7 @@ def space_text(points: int) -> str:
 def check_streamed_equals_in_memory() -> str:
     """The 10^6-point space streamed and in memory: the same front, knee and hypervolume."""
     import numpy as np
+
     from dse.cli.grid import DEFAULT_OBJECTIVES
     from dse.search.grid.grid import run_grid
     from dse.search.grid.stream import stream_grid
@@ -97,7 +98,8 @@ def main() -> None:
     rss_mib, cpu = child.ru_maxrss / 1024, child.ru_utime + child.ru_stime
     if check:
         print(f"check            : {check}")
-    print(f"space            : {space if args.space else f'grid-1m (x d2d_gbps_per_die values) for >= {args.points} points'}")
+    grid_1m = f"grid-1m (x d2d_gbps_per_die values) for >= {args.points} points"
+    print(f"space            : {space if args.space else grid_1m}")
     print(f"points           : {out['points']}")
     print(f"grid seconds     : {out['seconds']:.2f} (inside dse grid; wall with start-up {wall:.2f} s, "
           f"target < {TARGET_S:.0f} s -> {TARGET_S / wall:.2f}x margin)")

@@ -64,10 +64,10 @@ def design_costs(make, xs) -> dict[str, list[float]]:
 
 
 def bench_designs() -> None:
+    from dse.catalog import model_names
     from dse.pipeline.evaluate import evaluate
     from dse.search.execute.runner import evaluate_design
     from dse.spec import DesignPoint
-    from dse.catalog import model_names
     def pt(seed, w, **kw):
         return DesignPoint.from_dict({"trace_steps": 32, "trace_seed": seed, "tile_width": w, **kw})
     bs = [8, 16, 32, 64, 128, 256]
@@ -109,8 +109,9 @@ def build_storage(tmp: Path, n: int) -> tuple[Path, str]:
     """A journal storage holding ``n`` finished trials of distinct ground-truth designs."""
     import optuna
     from optuna.distributions import CategoricalDistribution
-    from dse.search.grid.grid import enumerate_space, score_table
+
     from dse.search.execute.evaluation import design_key
+    from dse.search.grid.grid import enumerate_space, score_table
     from dse.search.storage.stored import constraint_keys
     from dse.search.study.study import load_study
     from dse.vector import Columns, evaluate_columns

@@ -106,13 +106,13 @@ def study_rows(name: str, seeds: int, table_seeds: int, baseline_seeds: int, tmp
     mobj = np.array(mrec.values, dtype=float)
     arch = dict(zip(mkc.keys, mcand.group))
     print(f"\n[{name}] {STUDIES[name]}: {seeds} seeds pooled; merged knee {arch} "
-          f"{'(ambiguous, margin %.3f)' % mkc.margin if mkc.ambiguous else ''} objectives "
+          f"{f'(ambiguous, margin {mkc.margin:.3f})' if mkc.ambiguous else ''} objectives "
           f"{', '.join(f'{v:.4g}' for v in mobj)}")
-    print(f"{'seed':>4s} {'knee architecture':42s} {'same':>4s} {'near':>4s} {'max dev':>7s} {'gap':>6s} {'HV/union':>8s} {'evals':>5s} "
-          f"{'trials':>6s} {'settled':>7s} {'ambig':>5s} {'time s':>6s}")
+    print(f"{'seed':>4s} {'knee architecture':42s} {'same':>4s} {'near':>4s} {'max dev':>7s} {'gap':>6s} "
+          f"{'HV/union':>8s} {'evals':>5s} {'trials':>6s} {'settled':>7s} {'ambig':>5s} {'time s':>6s}")
     out = {"same": [], "near": [], "dev": [], "gap": [], "hv": [], "evals": [], "settled_agree": [],
            "settled_near": []}
-    for s, (cfg, res, summ, dt) in enumerate(runs):
+    for s, (_cfg, res, summ, dt) in enumerate(runs):
         rec, cand, kc = knee_of(res)
         same = cand is not None and any(mcand.names(g) for g in [cand.group, *cand.equivalent])
         dev = float(np.max(np.abs(np.array(rec.values) - mobj) / np.maximum(np.abs(mobj), 1e-300)))
@@ -138,8 +138,8 @@ def study_rows(name: str, seeds: int, table_seeds: int, baseline_seeds: int, tmp
     print(f"[{name}] seeds 0-{n - 1}: same knee {sum(out['same'][:n])}/{n} (within the ambiguity margin of the "
           f"merged knee: {sum(out['near'][:n])}/{n}); within 5 % on every objective "
           f"{sum(d <= 0.05 for d in out['dev'][:n])}/{n}; utility gap to the merged knee mean "
-          f"{np.nanmean(out['gap'][:n]):.3f}, worst {np.nanmax(out['gap'][:n]):.3f}; HV/union worst {min(out['hv'][:n]):.3f}; "
-          f"evaluations max {max(out['evals'][:n])}")
+          f"{np.nanmean(out['gap'][:n]):.3f}, worst {np.nanmax(out['gap'][:n]):.3f}; "
+          f"HV/union worst {min(out['hv'][:n]):.3f}; evaluations max {max(out['evals'][:n])}")
     sa = out["settled_agree"]
     print(f"[{name}] over {seeds} seeds: {len(sa)} runs say settled, {sum(sa)} of them name the merged knee "
           f"({sum(out['settled_near'])} within its ambiguity margin)")

@@ -271,7 +271,8 @@ def main() -> None:
         if len(modes) > 1:
             m0, m1 = modes[0], modes[-1]
             pairs = " ".join(f"{b / a:.2f}" for a, b in zip(walls[j, m0], walls[j, m1]))
-            print(f"--jobs {j}: wall {m1} / {m0}, median {statistics.median(walls[j, m1]) / statistics.median(walls[j, m0]):.2f}"
+            med = statistics.median(walls[j, m1]) / statistics.median(walls[j, m0])
+            print(f"--jobs {j}: wall {m1} / {m0}, median {med:.2f}"
                   f" (per run: {pairs}; below 1: {m1} faster)")
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 

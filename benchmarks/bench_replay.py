@@ -82,7 +82,8 @@ def main() -> None:
         if not args.storage:
             t0 = time.perf_counter()
             s = run_study(cfg)
-            print(f"[run] {cfg.name}: {s.complete} trials, {s.evaluations} evaluated, {time.perf_counter() - t0:.1f} s wall")
+            print(f"[run] {cfg.name}: {s.complete} trials, {s.evaluations} evaluated, "
+                  f"{time.perf_counter() - t0:.1f} s wall")
         designs = _designs(cfg.storage)
         (tmp / "designs.json").write_text(json.dumps(designs))
         print(f"[replay] {len(designs)} distinct designs of {args.study}")

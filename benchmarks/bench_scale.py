@@ -253,7 +253,8 @@ def main() -> None:
                       f"(target 1.75x), total CPU {j2['cpu'] / base['cpu']:.2f}x (target <= 1.10x), peak RSS "
                       f"--jobs 2 {j2['rss_mb']:.0f} MB against --jobs 1 {base['rss_mb']:.0f} MB")
             if "Dask 2" in by:
-                print(f"[scale] Dask, 2 local workers: {base['wall'] / by['Dask 2']['wall']:.2f}x --jobs 1 (target 1.6x)")
+                print(f"[scale] Dask, 2 local workers: {base['wall'] / by['Dask 2']['wall']:.2f}x --jobs 1 "
+                      f"(target 1.6x)")
             f1, f2 = full_ratio(tmp)
             print(f"[scale] studies/full.toml as shipped: --jobs 1 {f1:.1f} s, --jobs 2 {f2:.1f} s: "
                   f"{f1 / f2:.2f}x (target 1.6x)")

@@ -69,11 +69,12 @@ def bench_points(n: int) -> None:
 
 def bench_oracle(steps: int) -> None:
     import numpy as np
-    from tests.mapping import oracle_scheduler as oracle
+
     from dse.mapping import placement as pl
     from dse.mapping.scheduler import Scheduler
     from dse.workload import synth_cache
     from dse.workload.trace import loads
+    from tests.mapping import oracle_scheduler as oracle
     tr, prof = synth_cache.cached("qwen3.5-35b-a3b", 128, 64, 0, "auto", 16)
     ids = tr.experts[:steps]
     dom = pl.domain(256, 4, 16)
@@ -100,6 +101,7 @@ def bench_oracle(steps: int) -> None:
 def _child_eval(path: str) -> None:
     """Run in a fresh process: evaluate the trace file, print time and peak RSS."""
     import resource
+
     from dse.pipeline.evaluate import evaluate
     from dse.spec import DesignPoint
     t0 = time.perf_counter()
@@ -116,8 +118,9 @@ def _child_eval(path: str) -> None:
 
 def bench_big(tokens: int) -> None:
     import numpy as np
-    from dse.workload import synth
+
     from dse.catalog import get_model
+    from dse.workload import synth
     from dse.workload.trace import TraceMeta, write_chunks
     m = get_model("qwen3.5-35b-a3b")
     B = 128
@@ -151,7 +154,8 @@ def bench_big(tokens: int) -> None:
         loads_mib = steps * m.moe_layers * m.experts * 4 / 2 ** 20
         print(f"streamed evaluation: {dt:.1f} s for {meas} measured steps ({meas * 40 / dt:,.0f} (step, layer) per s); "
               f"peak RSS {rss:.0f} MiB of the whole process vs {ids_mib:.0f} MiB of ids and {loads_mib:.0f} MiB of "
-              f"loads held at once (ratio {rss / (ids_mib + loads_mib):.2f}); occupancy {line[4]}, actual MFU {line[5]}")
+              f"loads held at once (ratio {rss / (ids_mib + loads_mib):.2f}); occupancy {line[4]}, "
+              f"actual MFU {line[5]}")
 
 
 def main() -> None:

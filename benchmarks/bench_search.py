@@ -18,8 +18,9 @@ Run: python benchmarks/bench_search.py [--seeds 5] [--budget 0.10] [--speed-tria
    include process start-up, worker start-up, placements and storage. Target >= 1.7x on 2 cores,
    and >= 85 % of what the machine delivers in the same run. The two runs must give identical
    trials (the batch size, not ``jobs``, fixes the sampler's view; the random sampler's next batch is
-   asked while the current one is evaluated, so its workers never wait at a batch barrier). What it runs (``SPEED_SPACE``: 3,360 scheduling designs in 48 (domain,
-   placement) pairs; random sampler, 768 trials in batches of 24 as ``studies/full.toml``; traces
+   asked while the current one is evaluated, so its workers never wait at a batch barrier). What it runs
+   (``SPEED_SPACE``: 3,360 scheduling designs in 48 (domain, placement) pairs; random sampler, 768 trials
+   in batches of 24 as ``studies/full.toml``; traces
    of 128 decode steps): 644 distinct designs, ~20 ms each when chosen (~88 % of the ``--jobs 1``
    run, so a run was mostly evaluations, as a real study's is); since the scheduler's chunk memo
    and faster load-aware fetch, ~7-9 ms each, so the run's fixed costs (process start, storage,
@@ -31,7 +32,8 @@ Run: python benchmarks/bench_search.py [--seeds 5] [--budget 0.10] [--speed-tria
    The benchmark prints the share of the ``--jobs 1`` run spent evaluating designs, as the run
    itself counts it (``result_s`` of ``dse run --json``, placements included: since stop 20;
    before, the designs times their mean replayed afterwards in one process, which missed the
-   placements and the run's slower evaluations: 51 % where the run's own count says ~70 %). What the machine delivers is measured in the same run twice: two
+   placements and the run's slower evaluations: 51 % where the run's own count says ~70 %). What the machine
+   delivers is measured in the same run twice: two
    CPU-bound pure-Python loops against one (before and after the runs), and this very work (a
    sample of the evaluated designs done in each of two processes at once, against one process
    doing them: memory traffic and a busy machine both lower it). On a shared machine the capacity moves
@@ -69,8 +71,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the checkout: tests.fixtures
 ROOT = Path(__file__).resolve().parents[1]
-from tests.fixtures import (LATENCY_POWER_OBJECTIVES as QUALITY_OBJ, MFU_LATENCY_OBJECTIVES as SPEED_OBJ,  # noqa: E402
-                            SCHEDULING_SPACE, SILICON700_SPACE as QUALITY_SPACE, write_study)
+from tests.fixtures import LATENCY_POWER_OBJECTIVES as QUALITY_OBJ  # noqa: E402
+from tests.fixtures import MFU_LATENCY_OBJECTIVES as SPEED_OBJ  # noqa: E402
+from tests.fixtures import SCHEDULING_SPACE, write_study  # noqa: E402
+from tests.fixtures import SILICON700_SPACE as QUALITY_SPACE  # noqa: E402
 
 TARGET_HV = 0.98
 TARGET_SPEEDUP = 1.7
@@ -91,11 +95,11 @@ def _study(d: Path, space: str, obj: str, sampler: str, trials: int, seed: int, 
 
 def quality(tmp: Path, seeds: int, budget: float, batch: int = 10, pop: int = 10,
             startup: int = 10) -> list[tuple[str, float]]:
+    from dse.search.execute.evaluation import evaluate_design
+    from dse.search.execute.runner import run_study
     from dse.search.front import pareto
     from dse.search.space.objectives import score
     from dse.search.study.results import load_results
-    from dse.search.execute.evaluation import evaluate_design
-    from dse.search.execute.runner import run_study
     from dse.search.study.study import load_study
 
     cfg = load_study(_study(tmp / "grid", QUALITY_SPACE, QUALITY_OBJ, "grid", 1, 0, 8))
@@ -120,7 +124,8 @@ def quality(tmp: Path, seeds: int, budget: float, batch: int = 10, pop: int = 10
     print(f"[quality] exhaustive grid: {len(grid)} designs ({len(pts)} feasible, front "
           f"{int(pareto.nondominated(F).sum())}) evaluated directly in {t_grid:.1f} s; hypervolume {hv_grid:.4f}")
     print(f"[quality] budget: {n} distinct designs evaluated per study = {n / len(grid):.0%} of the grid")
-    print(f"{'sampler':8s} {'seed':>4s} {'trials':>6s} {'evaluated':>9s} {'front':>5s} {'HV':>7s} {'HV/grid':>8s} {'time s':>7s}")
+    print(f"{'sampler':8s} {'seed':>4s} {'trials':>6s} {'evaluated':>9s} {'front':>5s} {'HV':>7s} {'HV/grid':>8s} "
+          f"{'time s':>7s}")
     rows: dict[str, list[float]] = {}
     settings = {"nsga2": f"population_size = {pop}", "tpe": f"n_startup_trials = {startup}\nmultivariate = true",
                 "random": ""}
@@ -181,8 +186,9 @@ def speed(tmp: Path, trials: int, steps: int, batch: int, repeats: int = 3, targ
                 evaluating.append(s["result_s"])
             evaluated = s["evaluations"]
             hist[jobs, rep] = [(x.number, x.params, x.values) for x in load_results(load_study(p)).records]
-            print(f"[speed] run {rep + 1}/{repeats}, dse run --jobs {jobs}: {s['complete']} trials, {evaluated} designs "
-                  f"evaluated, {t:.1f} s wall ({t / max(1, evaluated) * 1e3:.1f} ms per evaluated design), "
+            print(f"[speed] run {rep + 1}/{repeats}, dse run --jobs {jobs}: {s['complete']} trials, "
+                  f"{evaluated} designs evaluated, {t:.1f} s wall "
+                  f"({t / max(1, evaluated) * 1e3:.1f} ms per evaluated design), "
                   f"{s['cpu_s']:.1f} s CPU, peak RSS {s['peak_rss_mb']:.0f} MB (largest process)")
     ratios = [a / b for a, b in zip(times[1], times[2])]
     sp = statistics.median(ratios)
@@ -196,8 +202,8 @@ def speed(tmp: Path, trials: int, steps: int, batch: int, repeats: int = 3, targ
     bound = times[1] / (out[2] + (times[1] - out[1]) / 2)
     print(f"[speed] outside the run loop (process start, imports, storage, the summary, exit): --jobs 1 "
           f"{out[1]:.2f} s of {times[1]:.1f} s, --jobs 2 {out[2]:.2f} s; with the loop exactly halved the "
-          f"speed-up could be at most {bound:.2f}x (Amdahl); the loop itself went {(times[1] - out[1]) / (times[2] - out[2]):.2f}x "
-          f"as fast")
+          f"speed-up could be at most {bound:.2f}x (Amdahl); the loop itself went "
+          f"{(times[1] - out[1]) / (times[2] - out[2]):.2f}x as fast")
     # A run cannot take less wall time than its CPU time over the cores: the speed-up the --jobs 2
     # run's own CPU allows, whatever its processes' order (what a second process adds, not the loop's
     # balance, is then what stands between the engine and the machine's two cores).
@@ -282,8 +288,8 @@ def _speed_study(d: Path, trials: int, steps: int, batch: int, sampler: str = "r
 
 def _generate_traces(tmp: Path, steps: int, batch: int) -> Path:
     """Generate the speed study's trace windows once, in this process; returns their folder."""
-    from dse.search.study.study import load_study
     from dse.search.execute.warm import warm_traces
+    from dse.search.study.study import load_study
     cache = tmp / "trace-cache"
     before = os.environ.get("DSE_CACHE_DIR")
     os.environ["DSE_CACHE_DIR"] = str(cache)
@@ -348,6 +354,7 @@ def workload_capacity(designs: list[dict], cache: Path) -> float:
 
 def _capacity_child(file: str, n: int, i: int) -> None:
     import json
+
     from dse.search.execute.evaluation import evaluate_design, safe_evaluate
     designs = json.loads(Path(file).read_text())
     safe_evaluate(evaluate_design, designs[0], [SPEED_MODEL])   # traces loaded, not timed

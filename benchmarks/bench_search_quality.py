@@ -77,9 +77,9 @@ def exhaustive_front(cfg) -> tuple[np.ndarray, int, int, float]:
     """Exact feasible front of a discrete space by evaluating every point with the scalar path
     (the reference; ``dse grid`` computes the same front vectorised): minimisation array,
     points, feasible points, seconds."""
+    from dse.search.execute.runner import evaluate_design
     from dse.search.front import pareto
     from dse.search.space.objectives import score
-    from dse.search.execute.runner import evaluate_design
     t0 = time.perf_counter()
     pts, n = [], 0
     for params in cfg.space.grid(cfg.base_env()):
@@ -102,7 +102,8 @@ def against_exhaustive(label: str, study: Path, seeds: int, budget: float, tmp: 
     n_eval = max(1, int(round(budget * n)))
     print(f"[{label}] {study.relative_to(ROOT)}: {n} points ({nfeas} feasible), exact front {len(F)} designs "
           f"in {dt:.1f} s; budget {n_eval} evaluations = {n_eval / n:.1%} of the points")
-    print(f"{'sampler':22s} {'seed':>4s} {'trials':>6s} {'evaluated':>9s} {'front':>5s} {'HV share':>8s} {'time s':>7s}")
+    print(f"{'sampler':22s} {'seed':>4s} {'trials':>6s} {'evaluated':>9s} {'front':>5s} {'HV share':>8s} "
+          f"{'time s':>7s}")
     rows: dict[str, list[float]] = {}
     for sampler, settings in samplers:
         tag = "shipped " + cfg.sampler if sampler is None else sampler
@@ -122,8 +123,8 @@ def against_exhaustive(label: str, study: Path, seeds: int, budget: float, tmp: 
 
 def against_union(study: Path, seeds: int, trials: int | None, tmp: Path) -> dict[str, list[float]]:
     """The shipped study and the baselines at the same trial budget; HV shares of the union front."""
-    from dse.search.front import pareto
     from dse.search.execute.runner import run_study
+    from dse.search.front import pareto
     from dse.search.study.study import load_study
     cfg = load_study(study)
     runs: list[tuple[str, int, np.ndarray, float]] = []

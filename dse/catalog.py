@@ -146,7 +146,7 @@ def _validate_attention(tkey: str, att: dict, source: str) -> None:
 def _validate_table(tkey: str, t: Any, source: str) -> MoEModel:
     if not isinstance(t, dict):
         raise ConfigError(f"{source}: {tkey} = {_show(t)}: must be a table ([{tkey}]) describing a model")
-    for k, typ in _REQUIRED.items():
+    for k in _REQUIRED:
         if k not in t:
             raise ConfigError(f"{source}: {tkey}.{k}: missing (required: {', '.join(_REQUIRED)})")
     kwargs: dict[str, Any] = {}

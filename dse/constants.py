@@ -5,9 +5,10 @@ returns value, unit, class and source; ``dse constants`` prints them all.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from dse.data import load_toml
 

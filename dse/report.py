@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 
 def fmt(v: Any, digits: int = 4) -> str:

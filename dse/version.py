@@ -1,5 +1,6 @@
 """The installed package's version (``0.0.0+src`` in a source tree that is not installed)."""
-from importlib.metadata import PackageNotFoundError, version as _version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 
 try:
     __version__ = _version("rexpert-dse")

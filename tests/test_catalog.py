@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from dse.errors import ConfigError
 from dse.catalog import _validate_table, catalog, get_model
+from dse.errors import ConfigError
 
 
 def test_reference_models_present_with_published_sizes():

@@ -1,4 +1,5 @@
-"""`dse evaluate [CONFIG.toml] [--model NAME] [--set KEY=VALUE ...] [--batch B] [--trace PATH | --synthetic | --catalog-unions] [--seed N] [--steps S] [--json]`."""
+"""`dse evaluate [CONFIG.toml] [--model NAME] [--set KEY=VALUE ...] [--batch B]
+[--trace PATH | --synthetic | --catalog-unions] [--seed N] [--steps S] [--json]`."""
 from __future__ import annotations
 
 import argparse

@@ -8,7 +8,8 @@ import io
 import sys
 import textwrap
 
-from dse.cli.run import _int_arg, add_study_args as _study_args, study_from_args
+from dse.cli.run import _int_arg, study_from_args
+from dse.cli.run import add_study_args as _study_args
 from dse.errors import ConfigError
 from dse.report import dumps, fit_columns, fmt, table, terminal_width
 
@@ -67,6 +68,7 @@ def load(args: argparse.Namespace):
     """``(cfg, results, agreement)``: one run, or with several ``--storage`` every run of the study
     in them pooled (``dse.search.review.merge``; ``agreement`` None for one storage)."""
     from dataclasses import replace
+
     from dse.search.study.results import load_results
     urls = args.storage or []
     args.storage = urls[0] if len(urls) == 1 else None
@@ -130,8 +132,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     headers, rows = _rows(args, res, shown, front, knee)
     if args.csv:
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
+        w = csv.writer(buf := io.StringIO(), lineterminator="\n")
         w.writerow(headers)
         for row in rows:
             w.writerow(["" if v is None else v for v in row])
@@ -157,6 +158,7 @@ def reference_of(res, spec: str | None):
 def _print_candidates(args, res, front, kc, agree) -> None:
     """The top knee candidates and, for pooled runs, the knee agreement."""
     import textwrap
+
     from dse.search.review import merge, quality
     if front:
         print(textwrap.fill(f"knee candidates (top {min(args.candidates, len(kc.candidates))} of {len(kc.candidates)} "
@@ -176,8 +178,8 @@ def _print_candidates(args, res, front, kc, agree) -> None:
 def _robust(args: argparse.Namespace, res):
     if args.robust is None and not (args.seeds or args.models or args.trace or args.model_uncertainty):
         return None
-    from dse.search.front import robust as rb
     from dse.search.execute.runner import evaluate_design
+    from dse.search.front import robust as rb
     if args.model_uncertainty:
         from dse.search.front import model_uncertainty as mu
         if not res.candidates():

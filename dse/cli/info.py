@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import argparse
 
+from dse.catalog import catalog
 from dse.constants import C
 from dse.report import dumps, table
 from dse.spec import PARAMS
-from dse.catalog import catalog
 
 
 def register(sub) -> None:

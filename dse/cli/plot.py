@@ -1,4 +1,5 @@
-"""`dse plot STUDY.toml [-o DIR] [--format png|svg|pdf] [--reference R]`: front(s) with the knee, parallel coordinates."""
+"""`dse plot STUDY.toml [-o DIR] [--format png|svg|pdf] [--reference R]`: front(s) with the knee,
+parallel coordinates."""
 from __future__ import annotations
 
 import argparse

@@ -144,8 +144,9 @@ def _stats(args) -> int:
     print(f"trace: model {meta.model}, {meta.steps} steps x {meta.layers} layers x B={meta.batch}, top-{meta.top_k} "
           f"of {meta.n_experts} experts ({meta.source})")
     print("\nper layer (statistics over the trace's steps):")
-    rows = [(l, pl["gini"][l], pl["hottest_over_mean"][l], pl["top8_slot_share"][l], pl["top16_slot_share"][l],
-             pl["hot_set_persistence"][l], pl["union"][l]) for l in range(meta.layers)]
+    rows = [(layer, pl["gini"][layer], pl["hottest_over_mean"][layer], pl["top8_slot_share"][layer],
+             pl["top16_slot_share"][layer], pl["hot_set_persistence"][layer], pl["union"][layer])
+            for layer in range(meta.layers)]
     print(table(rows, ["layer", "gini", "hottest/mean", "top8 share", "top16 share", "persistence",
                        f"U({meta.batch})"]))
     print("\nper step (averaged over layers):")
@@ -167,8 +168,8 @@ def _stats(args) -> int:
 
 def _targets(model_name: str, batch: int) -> dict:
     """The catalog's routing targets of a model (its measured profile's, when it has none)."""
-    from dse.workload import synth
     from dse.catalog import get_model
+    from dse.workload import synth
     return synth.targets(get_model(model_name), batch)
 
 
@@ -201,8 +202,8 @@ def _summary_rows(summ: dict, targets: dict | None):
 
 
 def _synth(args) -> int:
-    from dse.workload import synth
     from dse.catalog import get_model
+    from dse.workload import synth
     from dse.workload.stats import trace_stats
     model = get_model(args.model)
     B = args.batch or model.native_batch

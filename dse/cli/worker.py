@@ -29,8 +29,8 @@ def register(sub) -> None:
     p.add_argument("--poll", type=float, default=1.0, metavar="S",
                    help="seconds between checks while other workers hold the last trials (default 1)")
     p.add_argument("--heartbeat", type=_int_arg, metavar="S",
-                   help="heartbeat interval in seconds (default: the study's heartbeat, 10); a worker silent for 3 intervals is "
-                        "taken as dead and its trials are re-queued; give every worker the same value")
+                   help="heartbeat interval in seconds (default: the study's heartbeat, 10); a worker silent for "
+                        "3 intervals is taken as dead and its trials are re-queued; give every worker the same value")
     p.add_argument("--db-retry", type=float, default=120.0, metavar="S",
                    help="seconds to keep reconnecting when the database connection is lost (default 120; "
                         "then exit 3)")
@@ -39,11 +39,11 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dse.cli.run import study_from_args
     from dataclasses import replace
 
-    from dse.distributed.worker import check_heartbeat, run_worker
     from dse.cli.jobs import bounded_jobs
+    from dse.cli.run import study_from_args
+    from dse.distributed.worker import check_heartbeat, run_worker
     args.jobs = bounded_jobs(args.jobs)
     if args.max_trials is not None and args.max_trials < 1:
         raise ConfigError(f"--max-trials {args.max_trials}: must be a positive integer")
@@ -66,9 +66,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps({**s.__dict__, "trials_per_s": s.rate}))
     else:
+        demoted = (f", {s.repeats_demoted} also evaluated by another worker, stored as repeats"
+                   if s.repeats_demoted else "")
         print(f"worker {s.worker}: {s.evaluated} trials evaluated ({s.duplicates} from the cache, "
               f"{s.surplus} beyond the target, {s.requeued} re-queued from dead workers"
-              f"{f', {s.repeats_demoted} also evaluated by another worker, stored as repeats' if s.repeats_demoted else ''}"
+              f"{demoted}"
               f") in {s.elapsed_s:.1f} s; "
               f"study {s.study}: {s.complete}/{s.target} complete")
         print(f"storage: {s.storage}")

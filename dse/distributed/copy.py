@@ -15,6 +15,7 @@ from typing import Any
 
 from dse.errors import ConfigError
 
+
 def open_any(url: str, *, must_exist: bool):
     """Open a storage (a URL or a plain SQLite file path); ``must_exist`` opens it read-only and
     refuses a SQLite / journal file that is not there (nothing is created or changed)."""
@@ -54,7 +55,8 @@ def list_studies(url: str) -> list[StudyInfo]:
     return out
 
 
-def copy_studies(src: str, dst: str, names: list[str] | None = None, to_name: str | None = None) -> list[dict[str, Any]]:
+def copy_studies(src: str, dst: str, names: list[str] | None = None,
+                 to_name: str | None = None) -> list[dict[str, Any]]:
     """Copy studies (all, or ``names``) from ``src`` to ``dst``; returns what was copied."""
     import optuna
 

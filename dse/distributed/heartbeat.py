@@ -10,7 +10,8 @@ Another worker then fails the trials of a dead worker after the grace period
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dse.distributed.reconnect import is_connection_error
 from dse.search.storage import optuna_compat as oc
@@ -69,7 +70,7 @@ class Heartbeats:
         while not self._stop.wait(self.interval_s):
             self.beat()
 
-    def __enter__(self) -> "Heartbeats":
+    def __enter__(self) -> Heartbeats:
         if self.enabled:
             self._thread = threading.Thread(target=self._run, name="dse-heartbeat", daemon=True)
             self._thread.start()

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dse.distributed import quota
-from dse.search.storage import optuna_compat as oc
 from dse.search.execute.grid_queue import grid_queue, point_key
+from dse.search.execute.trials import DesignCache
+from dse.search.storage import optuna_compat as oc
 from dse.search.storage.storage import MAX_RETRY
 from dse.search.storage.stored import is_scored
 from dse.search.study.study import StudyConfig
-from dse.search.execute.trials import DesignCache
 
 GRID_ATTR = "dse_grid_queued"
 LOST_COPY = "dse_lost_copy"   # system attribute of a grid point queued again by requeue_lost_points

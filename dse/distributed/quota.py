@@ -12,8 +12,9 @@ COMPLETE trials.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from optuna.trial import TrialState
 

@@ -22,7 +22,7 @@ searched.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from dse.errors import DSEError
 

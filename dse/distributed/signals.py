@@ -40,7 +40,7 @@ class Shutdown:
             print(f"dse: {name}: finishing the in-flight batch, then stopping (send it again to abort)",
                   file=sys.stderr, flush=True)
 
-    def __enter__(self) -> "Shutdown":
+    def __enter__(self) -> Shutdown:
         if threading.current_thread() is threading.main_thread():
             for s in HANDLED:
                 self._old[s] = signal.signal(s, self._handle)

@@ -39,27 +39,33 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from optuna.trial import TrialState
 
 from dse.distributed import quota
 from dse.distributed.heartbeat import Heartbeats, fail_stale, grace_period_s, heartbeat_interval_s
-from dse.distributed.queue import (ask_reserved, prune_leftover_copies, queue_grid, redundant_copy, requeue,
-                                   requeue_lost_points)
+from dse.distributed.queue import (
+    ask_reserved,
+    prune_leftover_copies,
+    queue_grid,
+    redundant_copy,
+    requeue,
+    requeue_lost_points,
+)
 from dse.distributed.reconnect import DEFAULT_BUDGET_S, Outage, is_connection_error, probe_storage
 from dse.distributed.signals import Shutdown
 from dse.errors import ConfigError, DSEError
-from dse.search.storage import optuna_compat as oc
 from dse.search.execute.evaluation import evaluate_design
 from dse.search.execute.pool import EvaluationPool, quick_dispatch
-from dse.search.storage.mirror import StudyMirror
+from dse.search.execute.trials import Batch, DesignCache, too_many_failures
 from dse.search.propose.samplers import make_sampler
+from dse.search.storage import optuna_compat as oc
+from dse.search.storage.mirror import StudyMirror
 from dse.search.storage.storage import finish_trial, open_storage, open_study, quiet_optuna, storage_label
 from dse.search.storage.stored import demote_repeats, stored_form
 from dse.search.study.study import StudyConfig
-from dse.search.execute.trials import Batch, DesignCache, too_many_failures
 
 SURPLUS_ATTR = "dse_surplus"
 LOST_POINT_AGE_S = 10.0   # a grid point failed as stale this long ago without a copy was not re-queued

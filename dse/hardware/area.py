@@ -27,7 +27,6 @@ from dse.constants import C
 from dse.hardware import clock
 from dse.units import BITS_PER_BYTE, MIB, MM2_PER_UM2
 
-
 # Relative tolerance of "over the area budget" (rounding of an exactly-full die is not a violation).
 BUDGET_TOLERANCE = 1e-9
 

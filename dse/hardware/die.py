@@ -71,7 +71,8 @@ def core_spans(units: int, side: int, core_remainder: str) -> list[int]:
     return spans
 
 
-def core_shapes(core_side: int, die_units_x: int, die_units_y: int, core_remainder: str) -> list[tuple[int, int, int, int]]:
+def core_shapes(core_side: int, die_units_x: int, die_units_y: int,
+                core_remainder: str) -> list[tuple[int, int, int, int]]:
     """(grid x, grid y, width, height) in units of every core on the Die NoC grid, row-major.
     ``partial``: edge cores take the remainder; ``idle``: only whole cores."""
     xs = core_spans(die_units_x, core_side, core_remainder)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 SMALL_INT = 1 << 14              # the recurrence runs in int16 while its values stay below this
 
 

@@ -110,7 +110,7 @@ class Domain:
         return starts, per_core
 
     @functools.cached_property
-    def arrays(self) -> "DomainArrays":
+    def arrays(self) -> DomainArrays:
         cu = np.array(self.core_units, dtype=np.int64)
         gu = np.array(self.group_units, dtype=np.int64)
         gc = np.array(self.group_core, dtype=np.int64)
@@ -271,7 +271,7 @@ class _GroupChoice:
     first) with a free unit. Keeps every group's score (inf when full; a padding column of inf
     for cores with fewer groups) and its next free unit."""
 
-    def __init__(self, a: "DomainArrays", L: int, N: int, G: int):
+    def __init__(self, a: DomainArrays, L: int, N: int, G: int):
         self.pes = a.group_units.astype(np.float64)
         self.tiebreak = 1e-9 * np.arange(G)
         self.G = G

@@ -35,14 +35,14 @@ implements the same rules job by job):
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from dse.mapping.fetch import Prefetch
-from dse.mapping.intops import (FLOAT32_EXACT, ceil_div, ceil_div_float, ceil_div_pos, count_last, max_last,
-                                sum_last)
+from dse.mapping.intops import FLOAT32_EXACT, ceil_div, ceil_div_float, ceil_div_pos, count_last, max_last, sum_last
 from dse.mapping.placement import Domain
 
 # Keep per-(step, layer, core) stream counts when at most this many (else the histogram only).
@@ -243,7 +243,7 @@ class Scheduler:
             memo[("jsum", w)] = jc.sum(axis=2, dtype=np.int64)              # = jobs summed over units
             memo[("jmax", w)] = jobs.max(axis=(2, 3))
 
-    def _chunk(self, ul: np.ndarray, memo: dict | None = None) -> "ChunkResult":
+    def _chunk(self, ul: np.ndarray, memo: dict | None = None) -> ChunkResult:
         """The schedule of one chunk before load-aware fetch (which only the fetch knobs change):
         a function of the layout, tile width and pooling, kept in ``memo`` (read-only arrays)."""
         memo = {} if memo is None else memo
@@ -262,7 +262,7 @@ class Scheduler:
                 memo.pop(("groups", self.w, tuple(self.group_starts)), None)
         return memo[key]
 
-    def _schedule_chunk(self, s: int, memo: dict) -> "ChunkResult":
+    def _schedule_chunk(self, s: int, memo: dict) -> ChunkResult:
         w = self.w
         jw, jc, rc, ro_pooled = memo[("jobs", w)], memo[("jc", w)], memo[("rc", w)], memo[("ro", w)]
         if self.pooling == "direct":

@@ -112,6 +112,7 @@ def shared_layout(wl: Workload, dom: pl.Domain, policy: str, slot: np.ndarray, s
     and its key: a digest of the loads, the domain, the policy, the placement and the scheduler's code."""
     if not _LAYOUT_CODE:
         from pathlib import Path
+
         from dse.mapping import scheduler
         from dse.version import __version__
         _LAYOUT_CODE.append(warm_cache.content_key(__version__, np.__version__,
@@ -143,7 +144,7 @@ class SharedMemo(dict):
 
     def _shared(self, key) -> str:
         if not _MEMO_CODE:
-            import importlib.util        # its source, not the module: rounds imports this one
+            import importlib.util  # its source, not the module: rounds imports this one
             from pathlib import Path
             src = importlib.util.find_spec("dse.mapping.rounds")
             _MEMO_CODE.append(warm_cache.content_key(Path(src.origin).read_bytes() if src and src.origin else b""))

@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dse.catalog import MoEModel
 from dse.hardware.die import Link
 from dse.hardware.hierarchy import Hierarchy
 from dse.mapping.placement import Domain
 from dse.mapping.scheduler import Schedule
 from dse.mapping.sharding import Sharding
 from dse.spec import DesignPoint
-from dse.catalog import MoEModel
 from dse.workload.window import Workload
 
 

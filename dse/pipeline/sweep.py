@@ -20,8 +20,9 @@ tables and find their knees from the metrics (nothing hard-coded):
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from dse.errors import ConfigError
 from dse.pipeline.evaluate import evaluate

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import functools
 
+from dse.catalog import get_gpu, get_model
 from dse.hardware.core import link_gbps
 from dse.hardware.unit import roofline_cap
 from dse.performance import balance
 from dse.pipeline.evaluate import evaluate
 from dse.reproduce.registry import figure
 from dse.spec import DesignPoint
-from dse.catalog import get_gpu, get_model
 
 DEFAULT_MODEL = "qwen3.5-35b-a3b"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def m(**knobs):
     """Metrics of the published design with some knobs changed (closed-form unions)."""
     point = DesignPoint.from_dict({"model": DEFAULT_MODEL, "trace": "catalog", **knobs})

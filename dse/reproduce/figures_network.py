@@ -17,7 +17,7 @@ DEFAULT_MODEL = "qwen3.5-35b-a3b"
 SIDES = (2, 4, 6, 8)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def m(**knobs):
     """Metrics of the published design with some knobs changed (closed-form unions by default)."""
     point = DesignPoint.from_dict({"model": DEFAULT_MODEL, "trace": "catalog", **knobs})

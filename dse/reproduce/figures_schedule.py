@@ -23,7 +23,7 @@ SIDES = (2, 4, 6, 8)
 DRAW: dict = {}          # knobs of a model-uncertainty draw (dse.reproduce.bands), empty otherwise
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def m(**knobs):
     """Metrics of the published design on the default synthetic trace, some knobs changed."""
     point = DesignPoint.from_dict({"model": DEFAULT_MODEL, "trace": "synthetic", **DRAW, **knobs})
@@ -31,7 +31,7 @@ def m(**knobs):
 
 
 # ---- Section IV-C worked example: 1 hot expert (40 tokens) + 3 cold (1 token), w = 4, 4 groups --
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def worked_example(pooling: str):
     dom = pl.domain(4, core_side=2, groups_per_core=4, die_units_x=2, die_units_y=2)   # one core, 4 groups
     loads = np.array([[[40, 1, 1, 1]]], dtype=np.int32)                               # [step, layer, expert]

@@ -16,9 +16,10 @@ from __future__ import annotations
 import importlib
 import math
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from decimal import Decimal
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from dse.data import path as data_path
 

@@ -29,7 +29,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-_LAZY = {"load_study": "dse.search.study.study", "run_study": "dse.search.execute.runner", "load_results": "dse.search.study.results"}
+_LAZY = {"load_study": "dse.search.study.study", "run_study": "dse.search.execute.runner",
+         "load_results": "dse.search.study.results"}
 
 __all__ = ["load_study", "run_study", "load_results"]
 

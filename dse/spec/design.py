@@ -7,11 +7,13 @@ from a TOML file, or with ``--set KEY=VALUE`` overrides; every value is checked 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from dse.errors import ConfigError, show_value, suggest as _suggest, where
+from dse.errors import ConfigError, show_value, where
+from dse.errors import suggest as _suggest
 from dse.spec.params import BY_NAME, PARAMS, PARTS, coerce, names
 from dse.tomlfile import read_toml
 
@@ -143,7 +145,7 @@ class DesignPoint:
     # -- construction ------------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None = None, *, source: str | None = None,
-                  overrides: Iterable[str] = (), base: "DesignPoint | None" = None) -> "DesignPoint":
+                  overrides: Iterable[str] = (), base: DesignPoint | None = None) -> DesignPoint:
         """Validate ``data`` (flat or sectioned), then apply ``KEY=VALUE`` overrides."""
         values = base._flat() if base is not None else {}
         for key, val, keypath in _flatten(data or {}, source):
@@ -156,7 +158,7 @@ class DesignPoint:
         return point
 
     @classmethod
-    def from_file(cls, path: str | Path, *, overrides: Iterable[str] = ()) -> "DesignPoint":
+    def from_file(cls, path: str | Path, *, overrides: Iterable[str] = ()) -> DesignPoint:
         p = Path(path)
         data = read_toml(p, allow_empty=False)
         point = cls.from_dict(data, source=str(p), overrides=overrides)
@@ -166,7 +168,7 @@ class DesignPoint:
             point = replace(point, trace=str((p.parent / point.trace).resolve()))
         return point
 
-    def with_(self, **changes: Any) -> "DesignPoint":
+    def with_(self, **changes: Any) -> DesignPoint:
         """A validated copy with some knobs changed."""
         return DesignPoint.from_dict(changes, base=self, source="with_()")
 

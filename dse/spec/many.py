@@ -11,8 +11,9 @@ compares it with ``from_dict`` design by design, invalid values included.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, fields
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from dse.errors import ConfigError, show_value, suggest, type_name, where
 
@@ -71,19 +72,25 @@ P = Param
 PARAMS: tuple[Param, ...] = (
     # ---- hardware -----------------------------------------------------------------------
     P("core_side", "hardware", "int", 4, "units per core side; a core is side x side units", "units", 1, 20),
-    P("tile_width", "hardware", "int", 4, "tokens per PE tile (w); a job is up to w tokens of one expert", "tokens", 1, 64),
-    P("array_depth", "hardware", "int", 32768, "columns per unit (128 B each); accepts 16K, 32K, ...", "columns", 256, 1 << 20),
-    P("pe_groups_per_core", "hardware", "int", None, "independently scheduled PE groups per core (default core_side^2)", "groups", 1, 400, nullable=True),
+    P("tile_width", "hardware", "int", 4,
+      "tokens per PE tile (w); a job is up to w tokens of one expert", "tokens", 1, 64),
+    P("array_depth", "hardware", "int", 32768,
+      "columns per unit (128 B each); accepts 16K, 32K, ...", "columns", 256, 1 << 20),
+    P("pe_groups_per_core", "hardware", "int", None,
+      "independently scheduled PE groups per core (default core_side^2)", "groups", 1, 400, nullable=True),
     P("n_macros", "hardware", "int", 16, "ReRAM macros per unit", "macros", 1, 256),
     P("macro_width_bits", "hardware", "int", 128, "macro read width per cycle", "bit", 8, 4096, multiple_of=8),
     P("macro_mhz", "hardware", "float", 200.0, "macro read clock", "MHz", 1, 5000),
     P("pe_mhz", "hardware", "float", 400.0, "PE clock", "MHz", 1, 5000),
-    P("core_mesh_link_bits", "hardware", "int", 512, "core-mesh link width (multicast weight read-outs)", "bit", 8, 8192, multiple_of=8),
-    P("die_noc_link_bits", "hardware", "int", 512, "Die-NoC link width (activations and partial sums)", "bit", 8, 8192, multiple_of=8),
+    P("core_mesh_link_bits", "hardware", "int", 512,
+      "core-mesh link width (multicast weight read-outs)", "bit", 8, 8192, multiple_of=8),
+    P("die_noc_link_bits", "hardware", "int", 512,
+      "Die-NoC link width (activations and partial sums)", "bit", 8, 8192, multiple_of=8),
     P("noc_ghz", "hardware", "float", 1.0, "core-mesh and Die-NoC clock", "GHz", 0.05, 10),
     P("d2d_gbps_per_die", "hardware", "float", 96.0, "package D2D (UCIe) provision per die", "GB/s", 0, 10000),
     P("node_gbps", "hardware", "float", 34.0, "node-link provision per die (inter-package residual)", "GB/s", 0, 10000),
-    P("read_bw_scale", "hardware", "float", 1.0, "multiplier on the ReRAM read bandwidth (sensitivity studies)", "x", 0, 16, lo_open=True),
+    P("read_bw_scale", "hardware", "float", 1.0,
+      "multiplier on the ReRAM read bandwidth (sensitivity studies)", "x", 0, 16, lo_open=True),
     P("die_units_x", "hardware", "int", 16, "unit columns of the die's unit array", "units", 1, 64),
     P("die_units_y", "hardware", "int", 20, "unit rows of the die's unit array", "units", 1, 64),
     P("dies_per_package", "hardware", "int", 4, "dies per 2.5D package", "dies", 1, 64),
@@ -93,26 +100,32 @@ PARAMS: tuple[Param, ...] = (
       choices=("partial", "idle")),
     # ---- workload -----------------------------------------------------------------------
     P("model", "workload", "str", "qwen3.5-35b-a3b", "MoE model from the catalog", choices=_model_names),
-    P("batch", "workload", "int", None, "decode run-batch B (default: the model's native batch)", "tokens", 1, 1 << 20, nullable=True),
+    P("batch", "workload", "int", None,
+      "decode run-batch B (default: the model's native batch)", "tokens", 1, 1 << 20, nullable=True),
     P("context", "workload", "int", 4096, "context length for AF serving (attention KV reads)", "tokens", 1, 1 << 24),
     P("attn_gpu", "workload", "str", "h20", "GPU of the attention pool in AF serving", choices=_gpu_names),
     P("trace", "workload", "str", "synthetic",
-      "routing: 'synthetic' (seeded trace calibrated to the model, scheduled), 'catalog' (closed-form U(B), no scheduling) or a trace path"),
+      "routing: 'synthetic' (seeded trace calibrated to the model, scheduled), 'catalog' (closed-form U(B), "
+      "no scheduling) or a trace path"),
     P("trace_seed", "workload", "int", 0, "seed of the synthetic trace", "", 0, 2**32 - 1),
     P("trace_steps", "workload", "int", 64, "decode steps of the synthetic trace", "steps", 1, 1 << 20),
     P("profile_steps", "workload", "int", 16,
       "placement profiling window: steps generated before a synthetic trace's measured window, or the first "
       "steps of a trace file (at most half); 0 = profile on the measured window", "steps", 0, 1 << 20),
     # ---- mapping ------------------------------------------------------------------------
-    P("reduction_order", "mapping", "str", "ep_first", "expert-parallel-first or tensor-parallel-first reduction", choices=("ep_first", "tp_first")),
-    P("placement", "mapping", "str", "lpt", "expert placement over PE groups", choices=("contiguous", "lpt", "coactivation")),
+    P("reduction_order", "mapping", "str", "ep_first",
+      "expert-parallel-first or tensor-parallel-first reduction", choices=("ep_first", "tp_first")),
+    P("placement", "mapping", "str", "lpt",
+      "expert placement over PE groups", choices=("contiguous", "lpt", "coactivation")),
     P("layer_layout", "mapping", "str", "interleaved",
       "where a layer's experts sit: 'packed' into ceil(E / units per core) whole cores, one expert per unit "
       "(spec s3: a side-4 core holds 16 experts), or 'interleaved' over every core of the die (units of other "
       "layers in between act as pooling helpers)", choices=("packed", "interleaved")),
-    P("pooling", "mapping", "str", "broadcast", "core-local multicast pooling ('broadcast') or none ('direct')", choices=("direct", "broadcast")),
+    P("pooling", "mapping", "str", "broadcast",
+      "core-local multicast pooling ('broadcast') or none ('direct')", choices=("direct", "broadcast")),
     P("fetch", "mapping", "str", "fifo", "token fetch order", choices=("fifo", "load_aware")),
-    P("fetch_queue_depth", "mapping", "int", 16, "load-aware fetch look-ahead, in multiples of the batch slot", "x", 1, 1024),
+    P("fetch_queue_depth", "mapping", "int", 16,
+      "load-aware fetch look-ahead, in multiples of the batch slot", "x", 1, 1024),
     P("die_count_rule", "mapping", "str", "capacity",
       "pool die count: 'capacity' = ceil(weights / die capacity) (the study's); 'packing' = whole chunks per unit",
       choices=("capacity", "packing")),

@@ -8,8 +8,9 @@ closed form ignores them.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +47,7 @@ class Columns:
         v = self.data[name][i].item()
         return categories(name)[v] if BY_NAME[name].kind == "str" else v
 
-    def take(self, idx: np.ndarray | slice) -> "Columns":
+    def take(self, idx: np.ndarray | slice) -> Columns:
         data = {k: v[idx] for k, v in self.data.items()}
         return Columns(data, len(next(iter(data.values()))))
 
@@ -62,7 +63,7 @@ class Columns:
 
     # -- construction ----------------------------------------------------------------------
     @classmethod
-    def from_values(cls, values: Mapping[str, Any], n: int) -> "Columns":
+    def from_values(cls, values: Mapping[str, Any], n: int) -> Columns:
         """Build from knob -> array of n Python values (or one value for every row); knobs not
         given take their defaults. String knobs may be given as values or as codes."""
         for k in values:
@@ -85,13 +86,13 @@ class Columns:
         return cls(data, n)
 
     @classmethod
-    def from_points(cls, points: Sequence[DesignPoint]) -> "Columns":
+    def from_points(cls, points: Sequence[DesignPoint]) -> Columns:
         """Build from validated design points (their trace knobs are ignored)."""
         # = [p.to_dict(resolved=True)[k] for p in points] per knob, without copying every point
         return cls.from_knobs({k: [getattr(p, k) for p in points] for k in KNOBS}, len(points))
 
     @classmethod
-    def from_knobs(cls, values: Mapping[str, Sequence[Any]], n: int) -> "Columns":
+    def from_knobs(cls, values: Mapping[str, Sequence[Any]], n: int) -> Columns:
         """Build from validated knob values, one list per knob of ``KNOBS`` over ``n`` rows (a
         design point's fields: ``pe_groups_per_core`` and ``batch`` may be None, resolved as
         ``DesignPoint.groups`` and ``run_batch`` resolve them; ``dse.spec.many.validate_flat``)."""

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from dse.catalog import get_gpu, gpus
 from dse.constants import C
-from dse.units import BITS_PER_GB, NS_PER_US
 from dse.hardware import area, core, cost, die, network, node, package, power, unit
+from dse.units import BITS_PER_GB, NS_PER_US
 from dse.vector.columns import Columns, categories
 from dse.vector.groups import memo, per_key
 from dse.vector.structure import Models, geometry_keys
 from dse.vector.table import Table
-from dse.catalog import get_gpu, gpus
 
 LEVELS = ("unit_io", "core_mesh", "die_noc", "d2d", "node")
 

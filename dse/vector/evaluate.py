@@ -12,7 +12,7 @@ path stays the reference; `tests/vector/test_evaluate.py` checks equality over r
 from __future__ import annotations
 
 import functools
-from typing import Collection, Iterator
+from collections.abc import Collection, Iterator
 
 import numpy as np
 

@@ -15,7 +15,8 @@ a column and the grouping of a key tuple are computed once, however many stages 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

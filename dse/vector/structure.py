@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dse.catalog import get_gpu, get_model, gpus
 from dse.constants import C
 from dse.hardware import core, die, node, package, unit
 from dse.mapping import sharding
@@ -20,7 +21,6 @@ from dse.units import BYTES_PER_GB, BYTES_PER_MB, FLOPS_PER_GFLOP, GB_PER_PB, GB
 from dse.vector.columns import Columns, categories
 from dse.vector.groups import memo, per_key
 from dse.vector.table import Table
-from dse.catalog import get_gpu, get_model, gpus
 from dse.workload.union import union_closed_form
 
 
@@ -42,7 +42,7 @@ class Models:
     non_expert_bytes: np.ndarray
 
     @classmethod
-    def current(cls) -> "Models":
+    def current(cls) -> Models:
         names = categories("model")
         ms = [get_model(n) for n in names]
         arr = lambda f, dt=np.int64: np.array([f(m) for m in ms], dtype=dt)  # noqa: E731
@@ -129,7 +129,8 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
         hid, dep = M.hidden[mi], c["array_depth"]
         t.infeasible(~ok, lambda i: f"chunk of {cc[i]} columns (3 x d = 3 x {hid[i]}) exceeds array_depth {dep[i]}")
     dies_cap = per_key(lambda m, n_units, dep: sharding.dies_by_capacity(
-        int(M.weight_bytes[m]), die.die_capacity_bytes(n_units, unit.unit_capacity_bytes(dep))), mi, units, c["array_depth"])
+        int(M.weight_bytes[m]), die.die_capacity_bytes(n_units, unit.unit_capacity_bytes(dep))),
+        mi, units, c["array_depth"])
     dies_pack = per_key(lambda m, tp_, n_units: sharding.dies_by_packing(
         get_model(M.names[m]).expert_instances, tp_, n_units), mi, tp, units)
     dies = np.where(c.is_("die_count_rule", "capacity"), dies_cap, dies_pack)

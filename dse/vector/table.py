@@ -5,8 +5,9 @@ the guaranteed keys to None; ``Table.row(i)`` rebuilds exactly that dict for row
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 

@@ -12,8 +12,9 @@ the `dse reproduce` summary.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,8 @@ def build_report(res, *, robust=None, reproduce_rows=None, columns: Sequence[str
     fig = sp.front_figure(res, reference)
     out.append(Section("pairwise-fronts", "Pairwise fronts", [
         "Every feasible design (grey), infeasible trials (red x), the front (blue) and the knee (star, "
-        "labelled)" + (", the reference design (black diamond, hollow if infeasible)" if reference else "") + ". An axis whose values span more than a decade is logarithmic.",
+        "labelled)" + (", the reference design (black diamond, hollow if infeasible)" if reference else "")
+        + ". An axis whose values span more than a decade is logarithmic.",
         Figure("front", rf.png_bytes(fig), "pairwise fronts with the knee")]))
     pfig = sp.parallel_figure(res)
     out.append(Section("parallel-coordinates", "Parallel coordinates", [
@@ -86,9 +88,11 @@ def summary_section(res, ref) -> Section:
             ["constraints", "; ".join(c.name for c in cfg.objectives.constraints) or "-"],
             ["trials", sp.counts_title(res)],
             ["hypervolume", f"{fmt(hv)} on {ref.describe(cfg.objectives.names)}"],
-            ["knee", "-" if knee is None else f"trial {knee.number} ({quality.verdict(quality.knee_candidates(res)[1])})"],
+            ["knee", "-" if knee is None
+             else f"trial {knee.number} ({quality.verdict(quality.knee_candidates(res)[1])})"],
             ["knee settled", ("yes: " if settled["settled"] else "no: ") + settled["reason"]],
-            ["at a bound", "; ".join(w.sentence() for w in study_walls(res, front)) or "no knob: the front is inside its ranges"]]
+            ["at a bound", "; ".join(w.sentence() for w in study_walls(res, front))
+             or "no knob: the front is inside its ranges"]]
     return Section("summary", "Study summary", [Table(["", ""], rows, "summary")])
 
 
@@ -257,6 +261,7 @@ def model_uncertainty_blocks(res, mu) -> list[Any]:
 
 def version_section(res, reproduce_rows) -> Section:
     from importlib import resources
+
     from dse import __version__
 
     def digest(name: str) -> str:

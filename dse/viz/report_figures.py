@@ -3,7 +3,8 @@ trials, knob importance, knee frequency, and several studies' fronts on one figu
 from __future__ import annotations
 
 import io
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

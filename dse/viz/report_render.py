@@ -10,8 +10,9 @@ import base64
 import html
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from dse.report import fmt
 from dse.viz.report import Figure, Section, Table

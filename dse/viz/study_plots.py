@@ -18,8 +18,9 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

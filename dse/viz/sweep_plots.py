@@ -10,8 +10,9 @@ bottom edge of the panel (not at y = 0), with a legend entry.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import matplotlib
 

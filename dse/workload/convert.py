@@ -40,9 +40,10 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -257,8 +258,8 @@ def convert_report(paths: list[str | Path], model: str | None = None, batch: int
             ordered, steps, src_b = _consecutive(acc.records, B, name, phase)
     arr = np.empty((steps * B, L, k), dtype=np.int64)
     for t, (_, _, layers) in enumerate(ordered):
-        for l, ids in layers.items():
-            arr[t, l] = ids
+        for layer, ids in layers.items():
+            arr[t, layer] = ids
     ids = arr.reshape(steps, B, L, k).transpose(0, 2, 1, 3)
     check_ids(ids, m.experts, name)
     src = f"converted from {name} ({phase} tokens of {n_seq} sequence{'s' * (n_seq != 1)}; {src_b})"
@@ -271,19 +272,19 @@ def convert_report(paths: list[str | Path], model: str | None = None, batch: int
 def _check_shape(acc: _Tokens, name: str) -> tuple[int, int]:
     """Renumber layers 0..L-1 (sorted; e.g. absolute indices of the MoE layers) and check that every
     token has every layer with k ids; (L, k)."""
-    lm = {l: i for i, l in enumerate(sorted({l for r in acc.records for l in r[2]}))}
-    acc.records = [(st, od, {lm[l]: ids for l, ids in layers.items()}) for st, od, layers in acc.records]
+    lm = {layer: i for i, layer in enumerate(sorted({layer for r in acc.records for layer in r[2]}))}
+    acc.records = [(st, od, {lm[layer]: ids for layer, ids in layers.items()}) for st, od, layers in acc.records]
     L = len(lm)
     k = len(next(iter(acc.records[0][2].values())))
-    for step, order, layers in acc.records:
+    for _step, order, layers in acc.records:
         if len(layers) != L:
             missing = sorted(set(range(L)) - set(layers))
-            inv = {i: l for l, i in lm.items()}
+            inv = {i: layer for layer, i in lm.items()}
             raise TraceError(f"{name}: token {order[1]}: has {len(layers)} of {L} layers (missing layer "
                              f"{inv[missing[0]]}); every token needs top-k ids for every MoE layer")
-        for l, ids in layers.items():
+        for layer, ids in layers.items():
             if len(ids) != k:
-                raise TraceError(f"{name}: token {order[1]} layer {l}: {len(ids)} expert ids, expected top-{k} "
+                raise TraceError(f"{name}: token {order[1]} layer {layer}: {len(ids)} expert ids, expected top-{k} "
                                  f"(as the first token)")
     return L, k
 

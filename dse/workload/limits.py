@@ -12,7 +12,6 @@ import os
 from dse.errors import ConfigError
 from dse.units import GIB
 
-
 # Bytes per routing id beyond its stored dtype: two int64 working copies (statistics, scheduling).
 WORK_BYTES_PER_ID = 16
 # Bytes per (layer, token, expert) logit of the generator: float32 logits, noise, int64 partition.

@@ -24,11 +24,13 @@ All accumulators work chunk by chunk, so a million-token trace is summarised in 
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
-from dse.workload.trace import Trace, TraceMeta, loads as loads_of
+from dse.workload.trace import Trace, TraceMeta
+from dse.workload.trace import loads as loads_of
 
 PAIR_MIN_COUNT = 5
 TOP_PAIRS = 64
@@ -138,7 +140,7 @@ class Accumulator:
         mean_load = B * k / E
         hot = np.concatenate(self.hottest, axis=0)              # [S, L]
         am = np.concatenate(self.argmax, axis=0)
-        modal = np.array([np.bincount(am[:, l], minlength=E).argmax() for l in range(m.layers)])
+        modal = np.array([np.bincount(am[:, layer], minlength=E).argmax() for layer in range(m.layers)])
         return {
             "gini": gini(self.counts),
             "hottest_over_mean": hot.mean(axis=0) / mean_load,
@@ -163,13 +165,13 @@ class Accumulator:
         E = m.n_experts
         N = float(m.steps * m.batch)
         frac, top_lift, best = [], [], []
-        for l in range(m.layers):
-            c = self.pairs[l]
+        for layer in range(m.layers):
+            c = self.pairs[layer]
             nz = np.flatnonzero(c >= PAIR_MIN_COUNT)
             if nz.size == 0:
                 continue
             i, j = nz // E, nz % E
-            ci, cj = self.counts[l, i].astype(np.float64), self.counts[l, j].astype(np.float64)
+            ci, cj = self.counts[layer, i].astype(np.float64), self.counts[layer, j].astype(np.float64)
             lift = c[nz] * N / np.maximum(ci * cj, 1.0)
             frac.append(float((lift > 1.5).mean()))
             order = np.argsort(-c[nz], kind="stable")[:TOP_PAIRS]

@@ -28,9 +28,9 @@ from __future__ import annotations
 import os
 import zipfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -84,7 +84,7 @@ class Trace:
         for s in range(0, self.meta.steps, steps):
             yield self.experts[s:s + steps]
 
-    def window(self, start: int, stop: int | None = None) -> "Trace":
+    def window(self, start: int, stop: int | None = None) -> Trace:
         """Steps [start, stop) as a trace of its own."""
         ids = self.experts[start:stop]
         return Trace(replace(self.meta, steps=ids.shape[0]), ids)
@@ -103,8 +103,8 @@ def make_trace(experts: np.ndarray, model: str, n_experts: int, source: str = ""
     if validate:
         check_ids(arr, n_experts, where)
     arr = arr.astype(id_dtype(n_experts), copy=False)
-    s, l, b, k = arr.shape
-    return Trace(TraceMeta(model, b, s, l, k, n_experts, source, path), arr)
+    s, n_layers, b, k = arr.shape
+    return Trace(TraceMeta(model, b, s, n_layers, k, n_experts, source, path), arr)
 
 
 # -- validation -------------------------------------------------------------------------------
@@ -115,16 +115,16 @@ def check_ids(ids: np.ndarray, n_experts: int, where: str, step_offset: int = 0)
     lo, hi = int(ids.min()), int(ids.max())
     if lo < 0 or hi >= n_experts:
         bad = np.argwhere((ids < 0) | (ids >= n_experts))[0]
-        s, l, t, j = (int(x) for x in bad)
-        raise TraceError(f"{where}: experts[{s + step_offset},{l},{t},{j}] = {int(ids[s, l, t, j])}: expert ids "
-                         f"must be in [0, {n_experts - 1}] for a model with {n_experts} experts")
+        s, layer, t, j = (int(x) for x in bad)
+        raise TraceError(f"{where}: experts[{s + step_offset},{layer},{t},{j}] = {int(ids[s, layer, t, j])}: "
+                         f"expert ids must be in [0, {n_experts - 1}] for a model with {n_experts} experts")
     if ids.shape[-1] > 1:
         srt = np.sort(ids, axis=-1)
         dup = srt[..., 1:] == srt[..., :-1]
         if dup.any():
-            s, l, t, j = (int(x) for x in np.argwhere(dup)[0])
-            raise TraceError(f"{where}: token experts[{s + step_offset},{l},{t}] repeats expert {int(srt[s, l, t, j])} "
-                             f"in its top-k (top-k ids must be distinct)")
+            s, layer, t, j = (int(x) for x in np.argwhere(dup)[0])
+            raise TraceError(f"{where}: token experts[{s + step_offset},{layer},{t}] repeats expert "
+                             f"{int(srt[s, layer, t, j])} in its top-k (top-k ids must be distinct)")
 
 
 def check_model(meta: TraceMeta, model_name: str | None = None) -> None:
@@ -163,7 +163,8 @@ def _write_meta(zf: zipfile.ZipFile, meta: TraceMeta) -> None:
 
 def save_trace(trace: Trace, path: str | Path, compress: bool = True) -> Path:
     """Write ``trace`` in the ``rexpert-trace/1`` format."""
-    return write_chunks(path, trace.meta, trace.chunks(max(1, WRITE_CHUNK_TOKEN_LAYERS // max(1, trace.meta.layers))), compress)
+    chunk_steps = max(1, WRITE_CHUNK_TOKEN_LAYERS // max(1, trace.meta.layers))
+    return write_chunks(path, trace.meta, trace.chunks(chunk_steps), compress)
 
 
 def write_chunks(path: str | Path, meta: TraceMeta, chunks, compress: bool = True) -> Path:
@@ -325,14 +326,14 @@ def is_dump(path: str | Path) -> bool:
 
 def regroup(trace: Trace, batch: int) -> Trace:
     """Re-cut the token stream of every layer into decode steps of ``batch`` tokens."""
-    s, l, b, k = trace.experts.shape
+    s, n_layers, b, k = trace.experts.shape
     total = s * b
     if batch > total:
         raise ConfigError(f"{trace.meta.path or 'trace'}: batch {batch} exceeds the {total} tokens of the trace "
                           f"(allowed: 1..{total})")
     steps = total // batch
-    tok = trace.experts.transpose(1, 0, 2, 3).reshape(l, total, k)[:, :steps * batch]
-    ids = np.ascontiguousarray(tok.reshape(l, steps, batch, k).transpose(1, 0, 2, 3))
+    tok = trace.experts.transpose(1, 0, 2, 3).reshape(n_layers, total, k)[:, :steps * batch]
+    ids = np.ascontiguousarray(tok.reshape(n_layers, steps, batch, k).transpose(1, 0, 2, 3))
     return Trace(replace(trace.meta, batch=batch, steps=steps,
                          source=f"{trace.meta.source} regrouped to B={batch}"), ids)
 
@@ -340,7 +341,7 @@ def regroup(trace: Trace, batch: int) -> Trace:
 # -- loads --------------------------------------------------------------------------------------
 def loads(ids: np.ndarray, n_experts: int) -> np.ndarray:
     """Tokens routed to each expert, n_e, per (step, layer): int32 [steps, layers, E]."""
-    s, l, b, k = ids.shape
-    off = (np.arange(s * l, dtype=np.int64) * n_experts).reshape(s, l, 1, 1)
+    s, n_layers, b, k = ids.shape
+    off = (np.arange(s * n_layers, dtype=np.int64) * n_experts).reshape(s, n_layers, 1, 1)
     flat = (ids.astype(np.int64) + off).ravel()
-    return np.bincount(flat, minlength=s * l * n_experts).astype(np.int32).reshape(s, l, n_experts)
+    return np.bincount(flat, minlength=s * n_layers * n_experts).astype(np.int32).reshape(s, n_layers, n_experts)

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generic, Hashable, Iterator, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from dse.catalog import MoEModel, get_model
 from dse.errors import TraceError
 from dse.units import MIB
-from dse.catalog import MoEModel, get_model
 from dse.workload.load import load_cached
 from dse.workload.trace import TraceFile, TraceMeta, check_model, is_dump, loads
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures import LATENCY_POWER_OBJECTIVES, SILICON36_SPACE, run_dse, write_catalog_study, write_study
+from tests.workload.dumps import dumps4  # noqa: F401 (a fixture: four single-request router dumps, for test_trace)
 
 
 @pytest.fixture(scope="package")

@@ -7,7 +7,6 @@ import pytest
 
 from dse.cli import main
 
-
 REQUIRED = ["feasible", "infeasible_reason", "dies", "tp_degree", "d_used_columns", "array_utilization",
             "t_layer_us", "ffn_latency_us_per_token", "weight_mb_per_token", "weight_energy_uj_per_token",
             "die_area_mm2", "die_power_w", "pool_power_w"]
@@ -67,6 +66,7 @@ def test_evaluate_uncertainty_adds_bands_of_every_numeric_metric(capsys):
     d = json.loads(out)
     u = d["uncertainty"]
     from dataclasses import fields
+
     from dse.spec import DesignPoint
     knobs = {f.name for f in fields(DesignPoint)}
     numeric = {k for k, v in d.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} - knobs

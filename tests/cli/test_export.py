@@ -1,5 +1,5 @@
-"""`dse front` / `dse export`: the CLI round trip on the real model: run -> front (table, CSV, JSON) -> export -> evaluate
-gives identical metrics; trials table; seeded exports are byte-identical."""
+"""`dse front` / `dse export`: the CLI round trip on the real model: run -> front (table, CSV, JSON) -> export ->
+evaluate gives identical metrics; trials table; seeded exports are byte-identical."""
 from __future__ import annotations
 
 import csv

@@ -117,6 +117,7 @@ def test_front_pools_several_runs_and_reports_knee_agreement(tmp_path, capsys):
     """Two real runs of the quickstart study (seeds 0 and 1, one storage each) pooled: one front,
     one knee, and how many runs put each architecture first; the report gets the table."""
     from pathlib import Path
+
     from dse.search import load_results, load_study, run_study
     study = str(Path(__file__).resolve().parents[2] / "studies" / "quickstart.toml")
     urls = [f"sqlite:///{tmp_path / f's{seed}.db'}" for seed in (0, 1)]

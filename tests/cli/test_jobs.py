@@ -25,8 +25,8 @@ def test_jobs_above_the_cores_is_clamped_with_one_line(capsys):
 
 
 def test_dse_run_with_a_huge_jobs_count_runs_on_the_usable_cores(tmp_path, capsys):
-    rc = main(["run", str(ROOT / "studies/quickstart.toml"), "--jobs", "100000", "--trials", "2", "--no-progress", "--json",
-               "--storage", f"sqlite:///{tmp_path}/q.db"])
+    rc = main(["run", str(ROOT / "studies/quickstart.toml"), "--jobs", "100000", "--trials", "2", "--no-progress",
+               "--json", "--storage", f"sqlite:///{tmp_path}/q.db"])
     err = capsys.readouterr().err
     assert rc == 0, err
     assert f"--jobs 100000: clamped to {usable_cores()}" in err

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import json
 
-
 from dse.cli import main
-from tests.workload.dumps import K, L, MODEL, dumps4, rand_ids, routes_doc, write_dump  # noqa: F401 (dumps4: a fixture)
+from tests.workload.dumps import MODEL, K, L, rand_ids, routes_doc, write_dump
 
 
 def test_cli_convert_then_stats_and_stats_on_the_dump(tmp_path, capsys):

@@ -22,7 +22,6 @@ import pytest
 from tests.fixtures import GRID300_SPACE, LATENCY_POWER_OBJECTIVES, write_study
 
 
-
 def _dse(*argv: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "DSE_CATALOG"}
     return subprocess.Popen([sys.executable, "-m", "dse", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

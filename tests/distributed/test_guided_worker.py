@@ -4,8 +4,8 @@ from __future__ import annotations
 import optuna
 
 from dse.distributed.worker import run_worker
-from dse.search.study.study import load_study
 from dse.search.storage.stored import is_scored
+from dse.search.study.study import load_study
 from tests.fixtures import write_distributed_study
 
 

@@ -6,8 +6,8 @@ from dataclasses import replace
 import pytest
 
 from dse.distributed.worker import run_worker
-from dse.search.study.study import load_study
 from dse.search.storage.stored import is_scored
+from dse.search.study.study import load_study
 from tests.fixtures import write_distributed_study
 
 
@@ -55,7 +55,7 @@ def test_a_stale_point_without_its_requeued_copy_is_queued_again(tmp_path, evalu
 def test_two_workers_queueing_the_same_lost_point_evaluate_it_once(tmp_path):
     import optuna
 
-    from dse.distributed.queue import waiting_copy, redundant_copy, requeue_lost_points
+    from dse.distributed.queue import redundant_copy, requeue_lost_points, waiting_copy
     study = write_distributed_study(tmp_path, trials=12, batch=4, name="twice")
     cfg = replace(load_study(study, storage=f"sqlite:///{tmp_path / 'twice.db'}", check_metrics=False),
                   heartbeat_s=1)

@@ -7,10 +7,10 @@ import optuna
 import pytest
 
 from dse.distributed.worker import run_worker
-from dse.search.storage import optuna_compat as oc
 from dse.search.execute.evaluation import design_key, evaluate_design
-from dse.search.study.study import load_study
+from dse.search.storage import optuna_compat as oc
 from dse.search.storage.stored import OUTCOME_ATTR, demote_repeats, is_scored, sampler_form
+from dse.search.study.study import load_study
 from tests.fixtures import write_distributed_study
 
 

@@ -16,7 +16,8 @@ def test_router_scaling_dsent_style():
     # buffers linear, crossbar quadratic in width and radix: doubling either more than doubles
     assert 2 * r(5, 512) < r(5, 1024) < 4 * r(5, 512)
     assert 2 * r(5, 512) < r(10, 512) < 4 * r(10, 512)
-    hand = C.noc_router_overhead * (5 * C.noc_buffer_flits * 512 * C.noc_ff_um2 + (5 * 512 * C.noc_wire_pitch_um) ** 2) * 1e-6
+    hand = (C.noc_router_overhead * (5 * C.noc_buffer_flits * 512 * C.noc_ff_um2 + (5 * 512 * C.noc_wire_pitch_um) ** 2)
+            * 1e-6)
     assert r(5, 512) == pytest.approx(hand)
     assert network.link_area_mm2(512, 2.0) == pytest.approx(2 * network.link_area_mm2(512, 1.0))
 

@@ -194,7 +194,8 @@ def test_ep_first_vs_tp_first_ordering():
     assert gbps(1, one, 6144, 16, 1) == pytest.approx(gbps(1, ep, 6144, 16, 1))
     g_ep = metrics(model="glm-5.2", batch=128)
     g_tp = metrics(model="glm-5.2", batch=128, reduction_order="tp_first")
-    check("communication", "tp_first_d2d_penalty_glm", g_tp["d2d_demand_gbps_per_die"] / g_ep["d2d_demand_gbps_per_die"])
+    check("communication", "tp_first_d2d_penalty_glm",
+          g_tp["d2d_demand_gbps_per_die"] / g_ep["d2d_demand_gbps_per_die"])
     assert g_tp["d2d_over"] and not g_ep["d2d_over"] and g_tp["comm_violation"] > 0 > g_ep["comm_violation"]
 
 
@@ -253,7 +254,8 @@ def test_glm_reduction_order_figures_imply_batch_128():
 def test_headroom_and_violation_flags():
     m = metrics()
     for lvl in ("unit_io", "core_mesh", "die_noc", "d2d", "node"):
-        assert m[f"{lvl}_headroom_gbps"] == pytest.approx(m[f"{lvl}_provision_gbps"] - (m[f"{lvl}_load"] * m[f"{lvl}_provision_gbps"]))
+        assert m[f"{lvl}_headroom_gbps"] == pytest.approx(
+            m[f"{lvl}_provision_gbps"] - (m[f"{lvl}_load"] * m[f"{lvl}_provision_gbps"]))
         assert m[f"{lvl}_over"] is False
     assert m["comm_violation"] == pytest.approx(max(m[f"{lvl}_load"] for lvl in
                                                     ("unit_io", "core_mesh", "die_noc", "d2d", "node")) - 1)

@@ -8,7 +8,6 @@ Every file is a small synthetic ``rexpert-trace/1`` archive (model olmoe-1b-7b: 
 from __future__ import annotations
 
 import io
-import pickle
 import zipfile
 from pathlib import Path
 
@@ -56,6 +55,12 @@ class Payload:
 
     def __reduce__(self):
         return (print, ("HOSTILE-PICKLE-EXECUTED",))
+
+
+def out_of_range_line(t: int, layer: int) -> str:
+    """One JSON line of the router dump with an out-of-range id: expert 99 at token 1, layer 2, slot 3."""
+    ids = ", ".join(str(99 if (t, layer, j) == (1, 2, 3) else (t + layer + j) % 64) for j in range(K))
+    return f'{{"token": {t}, "layer": {layer}, "experts": [{ids}]}}'
 
 
 def main() -> None:
@@ -122,9 +127,7 @@ def main() -> None:
                                               '"layers": {"0": {"experts": [1, 2, "x"]}}}]}')
     (OUT / "router_dump_truncated.json").write_text('{"meta": {"num_experts": 64, "top_k": 8}, "routes": [{"tok')
     (OUT / "router_dump_ids_out_of_range.jsonl").write_text(
-        "\n".join('{"token": %d, "layer": %d, "experts": [%s]}' % (t, l, ", ".join(
-            str(99 if (t, l, j) == (1, 2, 3) else (t + l + j) % 64) for j in range(K)))
-                  for t in range(2) for l in range(LAYERS)) + "\n")
+        "\n".join(out_of_range_line(t, layer) for t in range(2) for layer in range(LAYERS)) + "\n")
     (OUT / "router_dump_nan.jsonl").write_text('{"token": 0, "layer": 0, "experts": [NaN, 1, 2, 3, 4, 5, 6, 7]}\n')
 
 

@@ -34,23 +34,23 @@ def step_layer_times(n, slot, core_units, groups_of_core, w, pooling, fetch, dep
     S, L, E = len(n), len(n[0]), len(n[0][0])
     res = _resources(core_units, groups_of_core, pooling)
     out = [[0.0] * L for _ in range(S)]
-    for l in range(L):
+    for layer in range(L):
         per_step_x, leads_of_step, streams_of_step, fifo = [], [], [], []
-        unit_of = {slot[l][e]: e for e in range(E)}
+        unit_of = {slot[layer][e]: e for e in range(E)}
         for s in range(S):
             leads, xs = [], []
             for units in res:
                 jobs = []
                 for u in units:
                     if u in unit_of:
-                        jobs += _jobs_of_expert(n[s][l][unit_of[u]], w)
+                        jobs += _jobs_of_expert(n[s][layer][unit_of[u]], w)
                 jobs.sort(reverse=True)
                 leads.append([jobs[i] for i in range(0, len(jobs), len(units))])   # lead of each round
                 xs.append(len(jobs))
             smax = 0
             if pooling == "broadcast":
                 for groups in groups_of_core:
-                    uj = {u: -(-n[s][l][unit_of[u]] // w) if u in unit_of else 0 for g in groups for u in g}
+                    uj = {u: -(-n[s][layer][unit_of[u]] // w) if u in unit_of else 0 for g in groups for u in g}
                     smax = max(smax, osch._core_two_stage(uj, groups)[1])
             per_step_x.append(xs)
             leads_of_step.append(leads)
@@ -66,7 +66,7 @@ def step_layer_times(n, slot, core_units, groups_of_core, w, pooling, fetch, dep
                 t += max(read, big * par["tok_us"]) + big * par["io_us"]
             if rho[s] > 0:
                 t += par["level_us"]
-            out[s][l] = t
+            out[s][layer] = t
     return out
 
 

@@ -105,21 +105,21 @@ def run(ids, n_experts, slot, core_units, groups_of_core, w, pooling="broadcast"
     n = loads(ids, n_experts)
     S, L = len(n), len(n[0])
     P = sum(core_units)
-    tokens = [[sum(n[s][l]) for l in range(L)] for s in range(S)]
-    jobs = [[sum(math.ceil(x / w) for x in n[s][l]) for l in range(L)] for s in range(S)]
-    union = [[sum(1 for x in n[s][l] if x > 0) for l in range(L)] for s in range(S)]
+    tokens = [[sum(n[s][layer]) for layer in range(L)] for s in range(S)]
+    jobs = [[sum(math.ceil(x / w) for x in n[s][layer]) for layer in range(L)] for s in range(S)]
+    union = [[sum(1 for x in n[s][layer] if x > 0) for layer in range(L)] for s in range(S)]
     rounds = [[0.0] * L for _ in range(S)]
     reads = [[0.0] * L for _ in range(S)]
     hist: dict[int, int] = {}
-    for l in range(L):
+    for layer in range(L):
         per_step_x = []           # jobs per resource (core or group) per step, for load-aware fetch
         pes_x = None
         for s in range(S):
-            unit_jobs = {slot[l][e]: math.ceil(n[s][l][e] / w) for e in range(n_experts)}
+            unit_jobs = {slot[layer][e]: math.ceil(n[s][layer][e] / w) for e in range(n_experts)}
             rho = 0
             read_total = 0
             xs, pes = [], []
-            for c, groups in enumerate(groups_of_core):
+            for _c, groups in enumerate(groups_of_core):
                 units = [u for g in groups for u in g]
                 uj = {u: unit_jobs.get(u, 0) for u in units}
                 R, st, rd, _ = _core_two_stage(uj, groups)
@@ -137,13 +137,13 @@ def run(ids, n_experts, slot, core_units, groups_of_core, w, pooling="broadcast"
                     pes.append(len(units))
                 if sum(uj.values()) > 0:
                     hist[st] = hist.get(st, 0) + 1
-            rounds[s][l] = float(rho)
-            reads[s][l] = float(read_total)
+            rounds[s][layer] = float(rho)
+            reads[s][layer] = float(read_total)
             per_step_x.append(xs)
             pes_x = pes
         if fetch == "load_aware":
             for s, r in enumerate(_prefetch(per_step_x, pes_x, depth)):
-                rounds[s][l] = float(r)
+                rounds[s][layer] = float(r)
     T = sum(map(sum, tokens))
     J = sum(map(sum, jobs))
     RR = sum(map(sum, rounds))

@@ -69,8 +69,8 @@ def test_placement_is_injective(policy):
     load = rng.gamma(0.5, 4.0, size=(3, 64))
     co = rng.random((3, 64, 64))
     slot = pl.place(policy, dom, load, co + co.transpose(0, 2, 1))
-    for l in range(3):
-        assert len(set(slot[l])) == 64 and slot[l].max() < dom.units
+    for layer in range(3):
+        assert len(set(slot[layer])) == 64 and slot[layer].max() < dom.units
 
 
 def test_lpt_spreads_hot_experts_over_cores():
@@ -141,13 +141,13 @@ def _profile(rng, L, E, k=4, B=16, steps=8):
     ids = np.stack([np.stack([rng.choice(E, size=k, replace=False, p=_heat(rng, E)) for _ in range(B)])
                     for _ in range(steps * L)]).reshape(steps, L, B, k)
     load = np.zeros((L, E))
-    for l in range(L):
-        load[l] = np.bincount(ids[:, l].ravel(), minlength=E) / steps
+    for layer in range(L):
+        load[layer] = np.bincount(ids[:, layer].ravel(), minlength=E) / steps
     i, j = np.triu_indices(k, 1)
     a, b = ids[..., i], ids[..., j]
     c = np.zeros((L, E, E), dtype=np.float32)
-    for l in range(L):
-        np.add.at(c[l], (a[:, l].ravel(), b[:, l].ravel()), 1.0)
+    for layer in range(L):
+        np.add.at(c[layer], (a[:, layer].ravel(), b[:, layer].ravel()), 1.0)
     return load, (c + c.transpose(0, 2, 1)) / steps
 
 

@@ -10,8 +10,10 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from dse.catalog import get_model
 from dse.mapping import placement as pl
 from dse.mapping import rounds
 from dse.mapping.scheduler import Scheduler
@@ -19,10 +21,8 @@ from dse.mapping.trace_mapping import placement_for
 from dse.performance import scheduled
 from dse.pipeline.evaluate import evaluate
 from dse.spec import DesignPoint
-from dse.catalog import get_model
 from dse.workload.trace import loads as loads_of
 from dse.workload.window import workload
-
 from tests.mapping import oracle_schedule as oracle
 from tests.mapping.test_scheduler import _oracle_domain, _random_trace, cases
 

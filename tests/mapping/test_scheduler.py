@@ -5,13 +5,14 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from dse.mapping import fetch as fetch_mod, placement as pl
+from dse.mapping import fetch as fetch_mod
+from dse.mapping import placement as pl
 from dse.mapping.scheduler import Scheduler, schedule
 from dse.reproduce.registry import judge, reproduce
 from dse.workload.trace import loads as loads_of
-
 from tests.mapping import oracle_scheduler as oracle
 
 
@@ -198,7 +199,8 @@ def test_overflow_beyond_the_hottest_expert_needs_more_streams():
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 16, 17, 64])
 def test_short_axis_reductions_equal_numpys(n):
-    from dse.mapping.intops import max_last as _max_last, sum_last as _sum_last
+    from dse.mapping.intops import max_last as _max_last
+    from dse.mapping.intops import sum_last as _sum_last
     a = np.random.default_rng(n).integers(0, 30000, size=(5, 4, 3, n)).astype(np.int16)
     assert np.array_equal(_sum_last(a), a.sum(axis=-1, dtype=np.int32)) and _sum_last(a).dtype == np.int32
     assert np.array_equal(_max_last(a), a.max(axis=-1))
@@ -206,7 +208,9 @@ def test_short_axis_reductions_equal_numpys(n):
 
 @pytest.mark.parametrize("dtype", [np.int16, np.int32, np.int64])
 def test_ceil_divisions_equal_integer_division(dtype):
-    from dse.mapping.intops import FLOAT_DIV_EXACT, ceil_div as _ceil_div, ceil_div_pos as _ceil_div_pos
+    from dse.mapping.intops import FLOAT_DIV_EXACT
+    from dse.mapping.intops import ceil_div as _ceil_div
+    from dse.mapping.intops import ceil_div_pos as _ceil_div_pos
     rng = np.random.default_rng(7)
     hi = min(np.iinfo(dtype).max - 64, FLOAT_DIV_EXACT - 1)
     b = rng.integers(1, 300, size=64).astype(np.int32)
@@ -339,7 +343,7 @@ def test_load_aware_fetch_with_layout_padding_equals_the_oracle(monkeypatch, uni
     for c in np.array_split(jobs, 3):
         pf.push(c)
     got = pf.finish()
-    want = np.array([oracle._prefetch(jobs[:, l].tolist(), pes.tolist(), 6) for l in range(3)]).T
+    want = np.array([oracle._prefetch(jobs[:, layer].tolist(), pes.tolist(), 6) for layer in range(3)]).T
     assert np.array_equal(got, want)
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from dse.performance import balance
 from dse.catalog import get_gpu, get_model
+from dse.performance import balance
 from tests.reference import check
-
 
 M35 = get_model("qwen3.5-35b-a3b")
 

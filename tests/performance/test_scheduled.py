@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dse.mapping import placement as pl
 from dse.mapping import rounds
@@ -14,7 +15,6 @@ from dse.performance import delivered, latency, scheduled
 from dse.pipeline.evaluate import evaluate
 from dse.spec import DesignPoint
 from dse.workload.trace import loads as loads_of
-
 from tests.mapping.test_scheduler import _random_trace, cases
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,14 +8,13 @@ import math
 
 import pytest
 
+from dse.catalog import get_model
 from dse.hardware import core
 from dse.performance import baselines
 from dse.pipeline.evaluate import evaluate
 from dse.reproduce.registry import judge
 from dse.spec import DesignPoint
-from dse.catalog import get_model
 from tests.reference import REF, check, metrics
-
 
 M35 = get_model("qwen3.5-35b-a3b")
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from dse.catalog import get_model, model_names
 from dse.hardware.hierarchy import LEVELS
 from dse.mapping import sharding
 from dse.pipeline.evaluate import evaluate
 from dse.spec import DesignPoint
-from dse.catalog import get_model, model_names
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

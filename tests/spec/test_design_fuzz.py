@@ -20,7 +20,8 @@ from dse.errors import DSEError
 from dse.spec import PARAMS, PARTS, DesignPoint
 
 KNOBS = [p.name for p in PARAMS]
-SETTINGS = settings(max_examples=int(os.environ.get("DSE_FUZZ_EXAMPLES", 300)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=int(os.environ.get("DSE_FUZZ_EXAMPLES", 300)), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
 
 scalars = st.one_of(
     st.none(), st.booleans(),
@@ -29,11 +30,15 @@ scalars = st.one_of(
     st.text(max_size=30), st.sampled_from(["16K", "32k", "1M", "0x10", "1e3", "nan", "inf", "", "none", " 4 "]),
     st.dates(), st.datetimes(), st.times(),
 )
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+values = st.recursive(scalars,
+                      lambda inner: (st.lists(inner, max_size=3)
+                                     | st.dictionaries(st.text(max_size=8), inner, max_size=3)),
                       max_leaves=6)
 keys = st.one_of(st.sampled_from(KNOBS), st.sampled_from(PARTS + ("metrics", "provenance")), st.text(max_size=12))
 flat = st.dictionaries(keys, values, max_size=6)
-sectioned = st.dictionaries(st.sampled_from(PARTS + ("metrics",)), st.dictionaries(st.sampled_from(KNOBS) | st.text(max_size=8), values, max_size=4), max_size=3)
+sectioned = st.dictionaries(st.sampled_from(PARTS + ("metrics",)),
+                            st.dictionaries(st.sampled_from(KNOBS) | st.text(max_size=8), values, max_size=4),
+                            max_size=3)
 # Mostly-valid points: real knobs with plausible numbers, so the cross-field checks run too.
 plausible = st.dictionaries(st.sampled_from(KNOBS), st.integers(-2, 70) | st.floats(-1, 6000) | st.sampled_from(
     ["partial", "idle", "lpt", "direct", "broadcast", "fifo", "catalog", "synthetic", "h20"]), max_size=8)

@@ -85,7 +85,8 @@ def test_knee_settled_stops_before_the_cap_and_stays_stopped(tmp_path):
     on this space is a family of equal latency x power designs, whose knee is ambiguous and
     so never settles)."""
     search = 'knee_share = 0.6\nstop = "knee-settled"\nknee_patience = 1'
-    cfg = load_study(study(tmp_path, search, trials=96, objectives="full.toml"), storage=f"sqlite:///{tmp_path / 's.db'}")
+    cfg = load_study(study(tmp_path, search, trials=96, objectives="full.toml"),
+                     storage=f"sqlite:///{tmp_path / 's.db'}")
     s = run_study(cfg)
     rec = attrs(cfg)[knee_phase.ATTR]
     assert rec["phase"] == "settled" and s.complete == rec["settled_at"] < 96

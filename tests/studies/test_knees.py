@@ -24,8 +24,8 @@ def test_shipped_studies_score_a_sampled_design(path):
     import optuna
 
     from dse.search.execute.evaluation import evaluate_design
-    from dse.search.space.objectives import score
     from dse.search.propose.samplers import make_sampler
+    from dse.search.space.objectives import score
     cfg = load_study(path)
     study = optuna.create_study(directions=cfg.objectives.directions, sampler=make_sampler(cfg, cfg.seed))
     design = cfg.design(cfg.space.suggest(study.ask(), cfg.base_env()))

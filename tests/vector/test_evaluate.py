@@ -8,11 +8,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dse.catalog import gpu_names, model_names
 from dse.pipeline.evaluate import evaluate
 from dse.search.space.space_file import load_space
 from dse.spec import DesignPoint
 from dse.vector import Columns, evaluate_chunks, evaluate_columns
-from dse.catalog import gpu_names, model_names
 from tests.draw import DrawTrial as _DrawTrial
 
 FULL = Path(__file__).resolve().parents[2] / "spaces" / "full.toml"
@@ -86,8 +86,10 @@ def test_skipped_parts_leave_every_needed_metric_equal():
     assert skipped(["ffn_latency_us_per_token", "pool_power_w"]) == frozenset(OPTIONAL)
     assert skipped(["usd_per_mtok"]) == {"serving"} and skipped(None) == frozenset()
     rng = np.random.default_rng(4)
-    cols = Columns.from_values({"core_side": rng.choice([1, 2, 4, 8], 300), "array_depth": rng.choice([16384, 32768], 300),
-                                "model": rng.integers(0, len(model_names()), 300), "batch": rng.choice([1, 64, 256], 300),
+    cols = Columns.from_values({"core_side": rng.choice([1, 2, 4, 8], 300),
+                                "array_depth": rng.choice([16384, 32768], 300),
+                                "model": rng.integers(0, len(model_names()), 300),
+                                "batch": rng.choice([1, 64, 256], 300),
                                 "macro_mhz": rng.uniform(100, 400, 300)}, 300)
     full = evaluate_columns(cols)
     for need in (["ffn_latency_us_per_token", "pool_power_w", "die_area_mm2"], ["usd_per_mtok", "t_layer_us"],

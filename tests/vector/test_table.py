@@ -7,9 +7,9 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dse.search.space.space_file import load_space
 from dse.vector import Columns, evaluate_columns
 from tests.vector.test_evaluate import FULL, _design
-from dse.search.space.space_file import load_space
 
 
 @settings(max_examples=10, deadline=None, derandomize=True,

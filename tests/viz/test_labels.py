@@ -40,6 +40,7 @@ def test_three_objective_panels_have_no_overlapping_tick_labels(tmp_path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     from dse.viz.study_plots import log_axis
     fig, ax = plt.subplots(figsize=(5.4, 4.4))
     ax.scatter([4.5e-5, 1e-4, 2e-4, 5e-3, 0.05], [0.3, 0.5, 0.2, 0.1, 0.05])

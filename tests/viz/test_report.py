@@ -10,8 +10,8 @@ import pytest
 
 from dse.cli import main
 
-SECTIONS = ["summary", "front", "knee-candidates", "knee", "reference", "explain", "pairwise-fronts", "parallel-coordinates", "breakdown", "hypervolume",
-            "importance", "infeasibility", "robust", "version"]
+SECTIONS = ["summary", "front", "knee-candidates", "knee", "reference", "explain", "pairwise-fronts",
+            "parallel-coordinates", "breakdown", "hypervolume", "importance", "infeasibility", "robust", "version"]
 
 
 class _Collect(HTMLParser):
@@ -76,9 +76,10 @@ def test_report_markdown_writes_pngs_beside_it(tmp_path, quickstart_study):
     out = tmp_path / "r.md"
     assert main(["report", *quickstart_study, "-o", str(out), "--no-reproduce"]) == 0
     md = out.read_text()
-    for title in ("## Study summary", "## Pareto front", "## Knee candidates", "## Knee and its five nearest alternatives",
-                  "## Pairwise fronts", "## Parallel coordinates", "## Knee breakdown", "## Hypervolume",
-                  "## Knob importance", "## Why designs were infeasible", "## Knee confidence", "## Model version"):
+    for title in ("## Study summary", "## Pareto front", "## Knee candidates",
+                  "## Knee and its five nearest alternatives", "## Pairwise fronts", "## Parallel coordinates",
+                  "## Knee breakdown", "## Hypervolume", "## Knob importance", "## Why designs were infeasible",
+                  "## Knee confidence", "## Model version"):
         assert title in md
     pngs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
     assert len(pngs) >= 5

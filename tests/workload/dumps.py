@@ -22,8 +22,8 @@ def routes_doc(ids_tokens, phases=None, meta=True):
     for t, per_layer in enumerate(ids_tokens):
         routes.append({"token_pos": t, "token_id": 100 + t, "token_str": "x",
                        "phase": (phases[t] if phases else "decode"),
-                       "layers": {str(l): {"experts": [int(e) for e in per_layer[l]], "weights": [0.1] * K}
-                                  for l in range(len(per_layer))}})
+                       "layers": {str(layer): {"experts": [int(e) for e in per_layer[layer]], "weights": [0.1] * K}
+                                  for layer in range(len(per_layer))}})
     doc = {"routes": routes}
     if meta:
         doc["meta"] = {"num_experts": E, "top_k": K, "num_moe_layers": L}
@@ -32,12 +32,12 @@ def routes_doc(ids_tokens, phases=None, meta=True):
 
 def token_ids(seq: int, t: int) -> list[list[int]]:
     """Expert ids of token t of sequence seq, per layer: distinct, and unique to (seq, t, layer)."""
-    return [[(seq * 17 + t * 5 + l + j * 8) % E for j in range(K)] for l in range(L)]
+    return [[(seq * 17 + t * 5 + layer + j * 8) % E for j in range(K)] for layer in range(L)]
 
 
 def write_dump(path, seq: int, n_tokens: int) -> None:
     routes = [{"token_pos": t, "phase": "decode",
-               "layers": {str(l): {"experts": ids} for l, ids in enumerate(token_ids(seq, t))}}
+               "layers": {str(layer): {"experts": ids} for layer, ids in enumerate(token_ids(seq, t))}}
               for t in range(n_tokens)]
     path.write_text(json.dumps({"meta": {"num_experts": E, "top_k": K, "num_moe_layers": L}, "routes": routes}))
 

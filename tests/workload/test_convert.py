@@ -8,7 +8,7 @@ import pytest
 
 from dse.errors import TraceError
 from dse.workload.convert import convert, convert_report, warnings
-from tests.workload.dumps import K, L, MODEL, dumps4, rand_ids, routes_doc, token_ids, write_dump  # noqa: F401 (dumps4: a fixture)
+from tests.workload.dumps import MODEL, K, L, rand_ids, routes_doc, token_ids, write_dump
 
 
 def test_routes_json_infers_model_and_cuts_steps(tmp_path):
@@ -31,9 +31,9 @@ def test_jsonl_per_layer_records_with_aliases_and_steps(tmp_path):
     lines = []
     for s in range(2):
         for t in range(3):
-            for l in range(L):
-                lines.append(json.dumps({"step": s, "token_pos": t, "layer_idx": l,
-                                         "topk_ids": [int(e) for e in ids[s, l, t]]}))
+            for layer in range(L):
+                lines.append(json.dumps({"step": s, "token_pos": t, "layer_idx": layer,
+                                         "topk_ids": [int(e) for e in ids[s, layer, t]]}))
     f = tmp_path / "d.jsonl"
     f.write_text("\n".join(reversed(lines)) + "\n")        # order on disk does not matter
     tr = convert([f], model=MODEL)
@@ -43,8 +43,8 @@ def test_jsonl_per_layer_records_with_aliases_and_steps(tmp_path):
 def test_jsonl_per_token_layers_object(tmp_path):
     tok = rand_ids(1, 6)[0].transpose(1, 0, 2)
     f = tmp_path / "d.jsonl"
-    f.write_text("\n".join(json.dumps({"token": t, "layers": {str(l): [int(e) for e in tok[t, l]]
-                                                                for l in range(L)}}) for t in range(6)))
+    f.write_text("\n".join(json.dumps({"token": t, "layers": {str(layer): [int(e) for e in tok[t, layer]]
+                                                                for layer in range(L)}}) for t in range(6)))
     tr = convert([f], model=MODEL, batch=3)
     assert tr.experts.shape == (2, L, 3, K) and (tr.experts[1, :, 2] == tok[5]).all()
 

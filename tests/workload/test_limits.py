@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from dse.catalog import MAX_EXPERTS
 from dse.cli import main
 from dse.errors import ConfigError
-from dse.catalog import MAX_EXPERTS
 from dse.workload.limits import check_trace_memory, trace_bytes_estimate
 
 ROOT = Path(__file__).resolve().parents[2]

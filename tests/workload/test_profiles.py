@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dse.workload import profiles, synth
 from dse.catalog import get_model
+from dse.workload import profiles, synth
 from dse.workload.stats import flat_stats
 
 
@@ -13,8 +13,8 @@ def test_profile_popularity_is_reproduced():
     m = get_model("qwen3-30b-a3b")
     tr = synth.generate(m, 64, 16, seed=0, profile="qwen3-30b-a3b")
     freq = np.zeros((m.moe_layers, m.experts))
-    for l in range(m.moe_layers):
-        freq[l] = np.bincount(tr.experts[:, l].ravel(), minlength=m.experts)
+    for layer in range(m.moe_layers):
+        freq[layer] = np.bincount(tr.experts[:, layer].ravel(), minlength=m.experts)
     freq /= 16 * 64
     heat = profiles.load("qwen3-30b-a3b").heat
     assert np.corrcoef(freq.ravel(), heat.ravel())[0, 1] > 0.9

@@ -7,7 +7,6 @@ import pytest
 from dse.workload import stats
 from dse.workload.trace import make_trace
 
-
 L, E, K = 16, 64, 8
 
 

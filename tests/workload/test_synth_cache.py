@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dse.workload import synth, synth_cache
 from dse.catalog import get_model
+from dse.workload import synth, synth_cache
 
 
 def test_cache_hit_is_identical_and_corrupt_files_are_regenerated(tmp_path, monkeypatch):

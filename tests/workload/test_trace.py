@@ -13,7 +13,6 @@ from dse.errors import ConfigError, TraceError
 from dse.workload.load import load_any
 from dse.workload.trace import TraceFile, loads, make_trace, regroup, save_trace, write_chunks
 
-
 MODEL = "olmoe-1b-7b"          # 16 layers x 64 experts, top-8: small and in the catalog
 
 
@@ -30,10 +29,10 @@ def test_loads_counts_tokens_per_expert():
     n = loads(ids, E)
     ref = np.zeros((3, L, E), dtype=int)
     for s in range(3):
-        for l in range(L):
+        for layer in range(L):
             for t in range(5):
-                for e in ids[s, l, t]:
-                    ref[s, l, e] += 1
+                for e in ids[s, layer, t]:
+                    ref[s, layer, e] += 1
     assert (n == ref).all()
 
 

@@ -22,7 +22,8 @@ from dse.errors import DSEError
 from dse.workload.load import load_any
 from dse.workload.trace import Trace, make_trace, save_trace
 
-SETTINGS = settings(max_examples=int(os.environ.get("DSE_FUZZ_EXAMPLES", 150)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=int(os.environ.get("DSE_FUZZ_EXAMPLES", 150)), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
 MODEL, LAYERS, EXPERTS, K = "olmoe-1b-7b", 16, 64, 8
 
 

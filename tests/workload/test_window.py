@@ -2,10 +2,10 @@
 requests."""
 from __future__ import annotations
 
-from dse.workload.window import profile_seed, workload
+from dse.catalog import get_model
 from dse.spec import DesignPoint
 from dse.workload import synth_cache
-from dse.catalog import get_model
+from dse.workload.window import profile_seed, workload
 
 
 def test_profiling_run_is_independent_of_the_measured_requests():
@@ -66,6 +66,7 @@ def _pearson_oracle(a, b):
 
 def test_load_correlation_matches_a_plain_python_oracle():
     import numpy as np
+
     from dse.workload.stats import load_correlation
     rng = np.random.default_rng(5)
     a = rng.poisson(3.0, size=(7, 40)).astype(float)
@@ -77,8 +78,9 @@ def test_load_correlation_matches_a_plain_python_oracle():
 
 
 def test_profile_load_correlation_says_whether_the_placement_saw_the_measured_loads():
-    from dse.pipeline.evaluate import evaluate
     import numpy as np
+
+    from dse.pipeline.evaluate import evaluate
     base = {"trace_steps": 16, "profile_steps": 8}
     indep = evaluate(DesignPoint.from_dict(base)).metrics
     seen = evaluate(DesignPoint.from_dict({**base, "profile_steps": 0})).metrics
@@ -106,6 +108,7 @@ def test_workload_cache_holds_an_eight_model_study():
     # the byte size of a workload follows its arrays' shapes; the largest catalog model at its
     # native batch and the default windows fits the byte budget eight times over
     import numpy as np
+
     from dse.workload.window import MAX_WORKLOADS, WORKLOAD_CACHE_BYTES
     p = DesignPoint.from_dict({"trace_steps": 16, "profile_steps": 8})
     m = get_model(p.model)

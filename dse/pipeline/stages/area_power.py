@@ -47,8 +47,8 @@ def power_w(ctx: Context, parts_mm2: dict[str, float], mfu: float, read_activity
     return {
         "reram_power_w": power.reram_power_w(h.die_read_gbps, read_activity, p.macro_mhz),
         "pe_power_w": power.pe_power_w(h.die_gflops, mfu, p.pe_mhz),
-        "core_mesh_power_w": network.fabric_power_w(parts_mm2["core_mesh_area_mm2"],
-                                                    network.core_mesh_bit_hops_per_s(stream_hops, unit_hops), p.noc_ghz),
+        "core_mesh_power_w": network.fabric_power_w(
+            parts_mm2["core_mesh_area_mm2"], network.core_mesh_bit_hops_per_s(stream_hops, unit_hops), p.noc_ghz),
         "die_noc_power_w": network.fabric_power_w(parts_mm2["die_noc_area_mm2"], noc_hops, p.noc_ghz),
         "d2d_io_power_w": network.d2d_io_power_w(p.d2d_gbps_per_die, p.node_gbps),
     }

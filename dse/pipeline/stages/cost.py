@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from dse.catalog import get_gpu, gpus
 from dse.constants import C
 from dse.hardware import cost
 from dse.pipeline.context import Context
-from dse.catalog import get_gpu, gpus
 
 GUARANTEED_KEYS = ("die_cost_usd", "pool_cost_usd", "usd_per_mtok", "usd_per_mtok_delivered",
                    "usd_per_mtok_scheduled")

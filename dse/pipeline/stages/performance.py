@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from dse.catalog import MoEModel, get_gpu, gpus
 from dse.constants import C
 from dse.performance import balance, baselines, energy, latency, serving
 from dse.pipeline.context import Context
 from dse.units import BYTES_PER_GB, BYTES_PER_MB, FLOPS_PER_GFLOP, GIB
-from dse.catalog import MoEModel, get_gpu, gpus
 
 GUARANTEED_KEYS = ("t_layer_us", "ffn_latency_us_per_token", "weight_mb_per_token", "weight_energy_uj_per_token")
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from dse.catalog import get_model
 from dse.hardware import unit
 from dse.hardware.hierarchy import LEVELS, hierarchy
 from dse.mapping import sharding
 from dse.pipeline.context import Context
 from dse.units import GB_PER_PB, GB_PER_TB, GIB, MIB
-from dse.catalog import get_model
 
 GUARANTEED_KEYS = ("dies", "tp_degree", "d_used_columns", "array_utilization")
 

@@ -26,7 +26,8 @@ import os
 import re
 import sys
 import time
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from dse.errors import ConfigError, DSEError
 

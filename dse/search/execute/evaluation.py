@@ -20,8 +20,9 @@ import hashlib
 import json
 import math
 import traceback
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dse.errors import ConfigError
 
@@ -149,7 +150,7 @@ def jsonable(m: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def design_key(cfg: "StudyConfig", design: Mapping[str, Any]) -> str:
+def design_key(cfg: StudyConfig, design: Mapping[str, Any]) -> str:
     """Digest of a design: knobs resolved (derived PE groups filled), model excluded."""
     from dse.spec import DesignPoint, default_pe_groups
     try:

@@ -6,7 +6,8 @@ study runs in one process, is resumed, or is shared by many workers.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dse.search.execute.evaluation import design_key
 
@@ -21,13 +22,13 @@ def waiting_params(study) -> list[dict[str, Any]]:
             for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))]
 
 
-def point_key(cfg: "StudyConfig", params: Mapping[str, Any]) -> str:
+def point_key(cfg: StudyConfig, params: Mapping[str, Any]) -> str:
     """The ``design_key`` of a queued grid point (its searched knobs; the space's fixed ones added)."""
     fixed = {d.name: d.value for d in cfg.space.dims if d.type == "fixed"}
     return design_key(cfg, cfg.design({**fixed, **params}))
 
 
-def grid_queue(cfg: "StudyConfig", done_keys: Iterable[str] = (),
+def grid_queue(cfg: StudyConfig, done_keys: Iterable[str] = (),
                queued: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
     """Grid points whose design is neither in ``done_keys`` (evaluated) nor ``queued``, in grid
     order, as trial parameters (searched knobs only)."""

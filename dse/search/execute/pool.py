@@ -14,9 +14,10 @@ import os
 import sys
 import threading
 from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import CancelledError, Future
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from dse.search.execute.evaluation import Evaluator, Outcome, safe_evaluate
 from dse.search.execute.workers import first_task, shared_executor, solo_executors, submit_solo, worker_started

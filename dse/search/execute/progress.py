@@ -4,15 +4,17 @@
 the trials so far. Recomputing that front from every trial at every batch cost a run of n trials
 in batches of b a front of up to n rows per batch: 1.3-1.4 s of a 17 s run of 5,000 closed-form
 trials (random sampler, batches of 50, ``spaces/full.toml`` with the closed-form latency and power
-objectives; 4.8 s when every value was infinite, which takes the pairwise O(n^2) filter). ``RunningFront`` keeps the front and merges each batch into it (|front| x |batch|
-comparisons), which gives the same front: front(A u B) = front(front(A) u B), because a row
-dominated within A is dominated by a row of A's front (dominance is transitive; a row with a NaN
-neither dominates nor is dominated, either way). ``tests/search/execute/test_progress.py`` checks it
-against the front of all rows.
+objectives; 4.8 s when every value was infinite, which takes the pairwise O(n^2) filter).
+``RunningFront`` keeps the front and merges each batch into it (|front| x |batch| comparisons),
+which gives the same front: front(A u B) = front(front(A) u B), because a row dominated within A is
+dominated by a row of A's front (dominance is transitive; a row with a NaN neither dominates nor is
+dominated, either way). ``tests/search/execute/test_progress.py`` checks it against the front of all
+rows.
 """
 from __future__ import annotations
 
-from typing import Any, Hashable, Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -71,7 +73,7 @@ class TrialFront:
         self.seen = 0
         self.last: Any = None                     # the last trial seen (a finished trial, never replaced)
 
-    def update(self, trials: Sequence) -> "TrialFront":
+    def update(self, trials: Sequence) -> TrialFront:
         if self.seen and (len(trials) < self.seen or trials[self.seen - 1] is not self.last):
             # not the list it grew from (the study was rebuilt anew): start again
             self.front, self.seen = RunningFront(len(self.directions)), 0

@@ -31,8 +31,9 @@ re-queued by the storage's retry callback; the next run evaluates them first (no
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from dse.errors import ConfigError
 from dse.search.execute.evaluation import Evaluator, evaluate_design
@@ -285,7 +286,7 @@ class _Run:
                 unwritten.write()
                 self.exact = self.exact and not unwritten.shifted
 
-    def _tell(self, told, unwritten: "_Unwritten | None") -> None:
+    def _tell(self, told, unwritten: _Unwritten | None) -> None:
         """Tell one trial of the batch and write it (``unwritten`` None), else number it and keep
         it in ``unwritten`` (written in one transaction with the rest of the batch, or ahead)."""
         cfg, s = self.cfg, self.summary

@@ -26,8 +26,9 @@ are not COMPLETE there, so optuna-dashboard's best trials are ``dse front``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from dse.search.execute.evaluation import Evaluator, Outcome, design_key
 from dse.search.execute.pool import EvaluationPool
@@ -48,7 +49,7 @@ def too_many_failures(errors: int, attempts: int) -> bool:
     return errors > 0 and errors >= max(FAILURE_FLOOR, attempts // 2)
 
 
-def record(cfg: "StudyConfig", trial, key: str, design: Mapping[str, Any], result: Outcome,
+def record(cfg: StudyConfig, trial, key: str, design: Mapping[str, Any], result: Outcome,
            duplicate_of: int | None = None) -> list[float] | None:
     """Set the trial's user attributes and constraints; return its objective values (None: failed)."""
     rec: dict[str, Any] = {"design": dict(design)}
@@ -121,7 +122,7 @@ class DesignCache:
         return True
 
     @classmethod
-    def from_trials(cls, trials: Iterable) -> tuple["DesignCache", int, int]:
+    def from_trials(cls, trials: Iterable) -> tuple[DesignCache, int, int]:
         """The cache of a study's finished trials, with its scored and feasible counts."""
         cache, complete, feasible = cls(), 0, 0
         for t in trials:
@@ -158,9 +159,9 @@ class Batch:
     are not submitted again; by the time this batch is told they are in the cache (a failed one
     is evaluated then, as it would have been had this batch been asked after the other)."""
 
-    def __init__(self, cfg: "StudyConfig", trials: Iterable, env: Mapping[str, Any], cache: DesignCache,
+    def __init__(self, cfg: StudyConfig, trials: Iterable, env: Mapping[str, Any], cache: DesignCache,
                  pool: EvaluationPool, fn: Evaluator, skip: int = 0, screen: Callable | None = None,
-                 after: "Batch | None" = None):
+                 after: Batch | None = None):
         self.cfg, self.cache, self.pool, self.fn = cfg, cache, pool, fn
         earlier = set() if after is None else {key for _, key, _ in after.items}
         self.items: list[tuple[Any, str, dict[str, Any]]] = []

@@ -14,7 +14,8 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from dse.errors import ConfigError, DSEError
 

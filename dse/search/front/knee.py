@@ -76,8 +76,9 @@ Rivals (``rivals``)
 """
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +101,7 @@ class Scale:
     span: np.ndarray
 
     @classmethod
-    def of(cls, F: np.ndarray, q: tuple[float, float] = QUANTILES) -> "Scale":
+    def of(cls, F: np.ndarray, q: tuple[float, float] = QUANTILES) -> Scale:
         """The scale of the front ``F``."""
         F = np.asarray(F, dtype=float)
         sign = np.where((F > 0).all(axis=0), 1.0, np.where((F < 0).all(axis=0), -1.0, 0.0))

@@ -14,8 +14,9 @@ inactive in a design (``when``) does not count for that design.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 WALL_SHARE = 0.5
 

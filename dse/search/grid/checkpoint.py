@@ -10,8 +10,9 @@ import hashlib
 import json
 import os
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -2,8 +2,9 @@
 the per-point table (parquet), written chunk by chunk so memory stays bounded."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -13,16 +13,26 @@ what one filter over every point keeps, equal rows included, in ascending point 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
 from dse.search.front import pareto
 from dse.search.front.ndsort import nondominated_fast
 from dse.search.grid.checkpoint import Checkpoint, fingerprint
-from dse.search.grid.grid import (FrontResult, GridColumns, check_closed_form, check_objectives, expand_dim, plan_dim,
-                                  resolved, score_table, valid_rows)
+from dse.search.grid.grid import (
+    FrontResult,
+    GridColumns,
+    check_closed_form,
+    check_objectives,
+    expand_dim,
+    plan_dim,
+    resolved,
+    score_table,
+    valid_rows,
+)
 from dse.search.space.objectives import ObjectiveSet
 from dse.search.space.space import Space
 from dse.vector import Columns, evaluate_columns
@@ -174,7 +184,7 @@ class _State:
     searched: list[str]
 
     @classmethod
-    def empty(cls, m: int) -> "_State":
+    def empty(cls, m: int) -> _State:
         return cls(0, 0, 0, np.full(m, np.inf), np.full(m, -np.inf), np.zeros(0, dtype=np.int64),
                    np.zeros((0, m)), np.zeros((0, m)), {}, {}, [])
 
@@ -186,7 +196,7 @@ class _State:
         return out
 
     @classmethod
-    def from_arrays(cls, a: Mapping[str, np.ndarray]) -> "_State":
+    def from_arrays(cls, a: Mapping[str, np.ndarray]) -> _State:
         chunks, n, n_feasible = (int(v) for v in a["counts"])
         knobs = {k[5:]: v for k, v in a.items() if k.startswith("knob.")}
         active = {k[7:]: v for k, v in a.items() if k.startswith("active.")}

@@ -1,9 +1,9 @@
 """Closed-form bounds of many designs as columns: the guided sampler's screen without a dict per design.
 
 ``bound_arrays(cfg, designs, hint_metrics)`` returns what the guided sampler's per-design path
-returns (``dse.search.propose.estimate.bound_arrays_reference``: each design's points, ``fidelity.closed_form_bounds_many``,
-``fidelity.design_bound`` and the hints, one dict per design and workload), computed on numpy
-columns over every design at once:
+returns (``dse.search.propose.estimate.bound_arrays_reference``: each design's points,
+``fidelity.closed_form_bounds_many``, ``fidelity.design_bound`` and the hints, one dict per design
+and workload), computed on numpy columns over every design at once:
 
 * ``bound_columns`` is ``bounds.bound_metrics`` over a ``dse.vector`` table: per metric, its
   values and the rows where the per-design dict would hold it (not None);
@@ -14,12 +14,14 @@ columns over every design at once:
 Every floating-point operation is the scalar path's, in its order (IEEE arithmetic: the same bits);
 logs are taken with ``math.log``, as there. Studies this does not cover (a closed-form workload,
 more than two workloads with a summed or mean objective) go the per-design way
-(the caller's ``per_design``: ``estimate.bound_arrays_reference``). The guided sampler uses it (``estimate.bound_arrays``); the test compares it with the reference.
+(the caller's ``per_design``: ``estimate.bound_arrays_reference``). The guided sampler uses it
+(``estimate.bound_arrays``); the test compares it with the reference.
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +49,8 @@ def bound_arrays(cfg: Any, designs: Sequence[Mapping[str, Any]], hint_metrics: S
     if not rows:
         return B, ok, H
     models = list(cfg.models)
-    if "catalog" in knobs["trace"] or (len(models) > 2 and any(o.aggregate in ("sum", "mean") for o in objs.objectives)):
+    if "catalog" in knobs["trace"] or (len(models) > 2
+                                       and any(o.aggregate in ("sum", "mean") for o in objs.objectives)):
         return per_design(cfg, designs)
     cols = bound_columns(knobs, n)
     per_model = [{k: (v.reshape(-1, len(models))[:, j], w.reshape(-1, len(models))[:, j])

@@ -47,8 +47,9 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -85,7 +86,7 @@ CLOSED_FORM_LEVELS = ("unit_io", "die_noc", "d2d", "node")     # the core mesh n
 # (neither bounds nor values) that a sampler may learn from; the screen never reads them.
 HINTS = ("core_mesh_load", "stretch_contention_factor")
 
-_STATS: BoundedCache[tuple, "TraceStats"] = BoundedCache(64)
+_STATS: BoundedCache[tuple, TraceStats] = BoundedCache(64)
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ class DomainExtent(NamedTuple):
     max_core_units: int           # units of its largest core
 
     @classmethod
-    def of(cls, dom) -> "DomainExtent":
+    def of(cls, dom) -> DomainExtent:
         return cls(dom.units, max(dom.group_units), max(dom.core_units))
 
 

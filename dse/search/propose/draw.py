@@ -12,7 +12,8 @@ sampler's would (conditional bounds, steps, ``when`` conditions, fixed knobs):
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

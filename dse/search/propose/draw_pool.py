@@ -27,7 +27,8 @@ choice object itself, so this is the parent's value).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -202,7 +203,8 @@ def columns(space: Space, base: Mapping[str, Any], rng: np.random.Generator, n: 
             full[rows] = np.where(keep & (pv >= 0), pv, fresh) if parents else fresh
             env.cols[d.name] = (full, active, choices)
             at = np.where(active, full, -1)
-            out.append((d.name, _objects(choices + [None])[at], _objects([repr(x) for x in choices + [None]])[at], active))
+            out.append((d.name, _objects(choices + [None])[at], _objects([repr(x) for x in choices + [None]])[at],
+                        active))
             continue
         if len(rows):
             column = _int_column if d.type == "int" else _float_column

@@ -27,8 +27,9 @@ decisions (and the study) do not depend on ``--jobs`` and a resumed study replay
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,7 @@ class Screened:
     bound: dict[str, float | None]      # objective name -> its bound (None: no bound)
 
 
-def screen_for(cfg: Any, finished: Sequence, cache: Any) -> "Screen | None":
+def screen_for(cfg: Any, finished: Sequence, cache: Any) -> Screen | None:
     """The screen of the next batch (None for a single-fidelity study)."""
     return Screen(cfg, finished, cache) if cfg.fidelity == "multi" else None
 

@@ -46,7 +46,8 @@ survives the screen (then nothing the pool holds could enter the front).
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

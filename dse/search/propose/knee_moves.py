@@ -44,7 +44,8 @@ sweeps need no generator at all): a resumed study asks the same trials.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -32,7 +32,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-_BY_STORAGE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()   # storage -> its memos
+_BY_STORAGE: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()   # storage -> its memos
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
 

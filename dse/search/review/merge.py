@@ -10,8 +10,9 @@ remembering its run and trial) and compare each run's top knee candidate with th
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any
 
 from dse.errors import ConfigError
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -163,7 +164,8 @@ def utility_words(kc) -> str:
     """What a knee candidate's score is, in words (``dse front``, the report)."""
     lin = int((~kc.scale.log & (kc.scale.span > 0)).sum())
     words = "score: -sum of ln |objective|, maximised ones inverted (each objective weighed by its relative change)"
-    return words + (f"; {lin} objective(s) without one sign on the front scaled by its 10-90 % quantiles" if lin else "")
+    return words + (f"; {lin} objective(s) without one sign on the front scaled by its 10-90 % quantiles"
+                    if lin else "")
 
 
 def verdict(kc) -> str:
@@ -200,7 +202,8 @@ def knee_settledness(res) -> dict[str, Any]:
         if not kc.candidates:
             return {"settled": False, "batches": len(cuts), "reason": "no feasible design"}
         return {"settled": not kc.ambiguous, "batches": len(cuts),
-                "reason": "the knee choice is ambiguous" if kc.ambiguous else "every grid point evaluated, clear margin"}
+                "reason": ("the knee choice is ambiguous" if kc.ambiguous
+                           else "every grid point evaluated, clear margin")}
     if len(cuts) < p + 1:
         return {"settled": False, "batches": len(cuts), "reason": f"fewer than {p + 1} batches"}
     cand = res.candidates()

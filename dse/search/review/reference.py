@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -186,7 +187,8 @@ def describe(res, ref: Mapping[str, Any]) -> list[str]:
     e = ref.get("epsilon")
     if e is not None:
         gains = "; ".join(f"{n} by {fmt(p['improvement'])}"
-                          + (f" ({100 * p['relative']:+.1f} %, trial {p['trial']})" if p["relative"] is not None else "")
+                          + (f" ({100 * p['relative']:+.1f} %, trial {p['trial']})"
+                             if p["relative"] is not None else "")
                           for n, p in e["per_objective"].items())
         a = e["additive"]
         word = (f"some front design (trial {e['trial']}) is better by at least {fmt(-a)} front ranges in every "

@@ -10,7 +10,8 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 _BINOPS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,

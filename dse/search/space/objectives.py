@@ -24,9 +24,10 @@ whose metric is missing (the design cannot be mapped) scores the worst possible 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from dse.errors import ConfigError, check_top_level
 from dse.errors import suggest as _suggest

@@ -11,8 +11,9 @@ from __future__ import annotations
 import ast
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from dse.errors import ConfigError
 from dse.search.space import expr
@@ -127,7 +128,8 @@ class Space:
                 v = _coerce_bound(p, v, self.source, f"{key}.{nm}", b.text, env, b.refs)
             elif p.kind == "int":
                 if float(v) != int(v) or v <= 0:
-                    raise ConfigError(f"{self.source}: {key}.step = {b.text!r} evaluates to {v}: must be a positive integer")
+                    raise ConfigError(f"{self.source}: {key}.step = {b.text!r} evaluates to {v}: "
+                                      f"must be a positive integer")
                 v = int(v)
             elif v <= 0:
                 raise ConfigError(f"{self.source}: {key}.step = {b.text!r} evaluates to {v}: must be positive")

@@ -24,8 +24,9 @@ checked when evaluated. Errors name the file, the key path and what is allowed.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from dse.errors import ConfigError, check_top_level
 from dse.errors import suggest as _suggest

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from optuna.storages.journal import JournalFileBackend
 from optuna.storages.journal._file import get_lock_file

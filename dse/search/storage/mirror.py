@@ -3,9 +3,10 @@
 optuna on an RDB storage costs several transactions per ask / suggest / attribute / tell (about
 60-90 ms per trial on SQLite, 15+ statements); here the sampler works on an in-memory study and
 each finished trial is written to the persistent storage in one transaction
-(``optuna_compat.add_finished_trial``), or a whole batch of them (``write_batch``). ``dse run`` writes a new trial that way (nothing of it is ever RUNNING
-in the storage, so a killed run leaves only finished trials behind); ``dse worker`` first reserves
-a RUNNING trial in the storage (it holds a slot and has a heartbeat) and fills it the same way.
+(``optuna_compat.add_finished_trial``), or a whole batch of them (``write_batch``). ``dse run``
+writes a new trial that way (nothing of it is ever RUNNING in the storage, so a killed run leaves
+only finished trials behind); ``dse worker`` first reserves a RUNNING trial in the storage (it holds
+a slot and has a heartbeat) and fills it the same way.
 
 ``sync`` copies the finished trials of the persistent study the mirror has not seen (all of them
 at start; later, those other processes wrote) and, for ``dse run``, queues the parameters of
@@ -18,7 +19,8 @@ stores, ``sync`` / ``rebuild`` turn stored trials back (``stored.sampler_form``)
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from dse.search.storage import optuna_compat, optuna_read
 from dse.search.storage.storage import finish_trial

@@ -28,8 +28,9 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 
 # ---- handles ---------------------------------------------------------------------------------
@@ -78,8 +79,8 @@ def tell_in_place(study: Any, trial: Any, values: Sequence[float] | None = None,
     """``study.tell(trial, values=..., state=...)``, returning the finished trial the study's
     storage holds rather than optuna's deep copy of it: a copy of every user attribute, which
     for a dse trial is the metrics of every model (about a quarter of the driver's time per
-    trial under cProfile, on bench_search's trace-driven study). optuna never changes a finished trial in place; a caller that
-    does (``StudyMirror.write_batch`` renumbers a repeat) changes the study's trial too."""
+    trial under cProfile, on bench_search's trace-driven study). optuna never changes a finished trial in place; a
+    caller that does (``StudyMirror.write_batch`` renumbers a repeat) changes the study's trial too."""
     from optuna.study._tell import _tell_with_warning
     _tell_with_warning(study=study, trial=trial, value_or_values=values, state=state)
     return study._storage.get_trial(trial._trial_id)

@@ -44,7 +44,7 @@ def install() -> None:
         rdb._VersionManager = light_manager_class(rdb._VersionManager)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def head_revision(versions_dir: str) -> str | None:
     """The head revision of the alembic scripts in ``versions_dir`` (``*.py``), read from their
     ``revision`` / ``down_revision`` lines; None when that is not one plain chain of quoted

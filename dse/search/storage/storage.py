@@ -4,8 +4,8 @@
                       never the working directory)
 * ``sqlite:///..``, ``postgresql://..``, ``mysql://..`` -> optuna RDBStorage (SQLite in WAL mode) with heartbeats
                       (``heartbeat_interval``, ``grace_period``) and
-                      a retry callback (``RetryHeartbeatStaleTrialCallback``), so a trial whose driver died is failed and
-                      re-queued (same parameters) on the next run
+                      a retry callback (``RetryHeartbeatStaleTrialCallback``), so a trial whose driver died is failed
+                      and re-queued (same parameters) on the next run
 * ``journal:PATH``, ``file:PATH`` or a path ending in ``.log`` / ``.jsonl`` -> JournalStorage on
                       a file (NFS-friendly, no server)
 * any other plain path -> that SQLite file (``copy.db`` = ``sqlite:///ABS/copy.db``)
@@ -136,8 +136,9 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
         if read_only and ("no such table" in msg or "does not exist" in msg):
             raise MissingStorage(f"storage {mask_url(url)}: holds no study") from None
         if "no longer compatible with the table schema" in msg:    # a server database of a newer optuna
-            raise ConfigError(f"storage {mask_url(url)}: its schema is not this optuna's ({mask_text(msg, url)[:200]}); "
-                              f"upgrade optuna (pip install -U optuna) or use the optuna that created it") from None
+            raise ConfigError(f"storage {mask_url(url)}: its schema is not this optuna's "
+                              f"({mask_text(msg, url)[:200]}); upgrade optuna (pip install -U optuna) "
+                              f"or use the optuna that created it") from None
         if db is not None:
             raise ConfigError(f"{db}: cannot open the study database ({msg})") from None
         hint = ("; the server's max_connections is reached: run fewer workers, or raise max_connections"
@@ -145,7 +146,7 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
         raise ConfigError(f"storage {mask_url(url)}: cannot connect ({mask_text(msg, url)}){hint}") from None
 
 
-_ENGINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # RDB engine -> read-only
+_ENGINES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # RDB engine -> read-only
 
 
 def _closed_at_exit(storage, read_only: bool):

@@ -38,7 +38,8 @@ dashboard agrees there too; a journal storage cannot change a finished trial and
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from dse.search.storage import optuna_compat
 

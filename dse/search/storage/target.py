@@ -146,8 +146,10 @@ def _check_existing(path: Path, st: os.stat_result, kind: str, what: str, write:
         raise ConfigError(f"{path}: is a directory{root}, not {what}; give a file path inside it "
                           f"(e.g. {path / ('study.db' if kind == 'sqlite' else 'study.log')})")
     if not stat.S_ISREG(st.st_mode):
-        kind_name = ("a character device" if stat.S_ISCHR(st.st_mode) else "a block device" if stat.S_ISBLK(st.st_mode)
-                     else "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+        kind_name = ("a character device" if stat.S_ISCHR(st.st_mode)
+                     else "a block device" if stat.S_ISBLK(st.st_mode)
+                     else "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode)
+                     else "a socket" if stat.S_ISSOCK(st.st_mode)
                      else "not a regular file")
         raise ConfigError(f"{path}: is {kind_name}, not {what}; give a regular file")
     if not os.access(path, os.R_OK):

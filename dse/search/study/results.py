@@ -16,8 +16,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 

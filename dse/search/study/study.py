@@ -41,9 +41,10 @@ import json
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from dse.errors import ConfigError, DSEError
 from dse.errors import suggest as _suggest
@@ -135,7 +136,7 @@ class StudyConfig:
         return " ".join(out)
 
     def with_overrides(self, *, model: str | None = None, seed: int | None = None, trials: int | None = None,
-                       storage: str | None = None) -> "StudyConfig":
+                       storage: str | None = None) -> StudyConfig:
         """Apply CLI overrides; ``model``/``seed`` change the study's identity (name)."""
         cfg = self
         ov = dict(self.overrides)
@@ -188,7 +189,8 @@ def study_from_dict(data: Mapping[str, Any], source: Path) -> StudyConfig:
     st = _table(data, "study", src, required=True)
     for k in st:
         if k not in STUDY_KEYS:
-            raise ConfigError(f"{src}: study.{k}: unknown key (allowed: {', '.join(STUDY_KEYS)}){_suggest(k, STUDY_KEYS)}")
+            raise ConfigError(f"{src}: study.{k}: unknown key (allowed: {', '.join(STUDY_KEYS)})"
+                              f"{_suggest(k, STUDY_KEYS)}")
     name = st.get("name", source.stem)
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ConfigError(f"{src}: study.name = {name!r}: must be 1-100 characters of letters, digits, '_', '-', '.'")
@@ -202,7 +204,8 @@ def study_from_dict(data: Mapping[str, Any], source: Path) -> StudyConfig:
     heartbeat = _int(st.get("heartbeat", HEARTBEAT_INTERVAL_S), src, "study.heartbeat", 1, 3600)
     storage = st.get("storage")
     if storage is not None and (not isinstance(storage, str) or not storage.strip()):
-        raise ConfigError(f"{src}: study.storage: must be a storage URL (sqlite:///..., postgresql://..., journal:FILE)")
+        raise ConfigError(f"{src}: study.storage: must be a storage URL "
+                          f"(sqlite:///..., postgresql://..., journal:FILE)")
     results = st.get("results", "results")
     if not isinstance(results, str) or not results:
         raise ConfigError(f"{src}: study.results: must be a folder path")
@@ -256,7 +259,8 @@ def _search(data: Mapping[str, Any], src: str, base: Mapping[str, Any]) -> str:
     se = _table(data, "search", src)
     for k in se:
         if k not in SEARCH_KEYS:
-            raise ConfigError(f"{src}: search.{k}: unknown key (allowed: {', '.join(SEARCH_KEYS)}){_suggest(k, SEARCH_KEYS)}")
+            raise ConfigError(f"{src}: search.{k}: unknown key (allowed: {', '.join(SEARCH_KEYS)})"
+                              f"{_suggest(k, SEARCH_KEYS)}")
     return check_fidelity(se.get("fidelity", "single"), src, base.get("trace", BY_NAME["trace"].default))
 
 
@@ -268,7 +272,8 @@ def _workload_and_base(data: Mapping[str, Any], src: str, source: Path) -> tuple
     for k, v in wl.items():
         if k not in BY_NAME or BY_NAME[k].part != "workload":
             allowed_w = ["models"] + [n for n in names("workload") if n != "model"]
-            raise ConfigError(f"{src}: workload.{k}: unknown key (allowed: {', '.join(allowed_w)}){_suggest(k, allowed_w)}")
+            raise ConfigError(f"{src}: workload.{k}: unknown key (allowed: {', '.join(allowed_w)})"
+                              f"{_suggest(k, allowed_w)}")
         base[k] = coerce(BY_NAME[k], v, src, f"workload.{k}")
     if isinstance(base.get("trace"), str) and base["trace"] not in ("catalog", "synthetic") \
             and not Path(base["trace"]).is_absolute():

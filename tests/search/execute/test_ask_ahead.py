@@ -192,7 +192,8 @@ def test_numpy_huge_pages_are_switched_off_in_an_evaluating_process():
     import numpy as np
 
     from dse.search.execute.evaluation import skip_huge_pages
-    switch = np._core.multiarray._set_madvise_hugepage if hasattr(np, "_core") else np.core.multiarray._set_madvise_hugepage
+    switch = (np._core.multiarray._set_madvise_hugepage if hasattr(np, "_core")
+              else np.core.multiarray._set_madvise_hugepage)
     before = switch(True)
     try:
         assert skip_huge_pages() is True

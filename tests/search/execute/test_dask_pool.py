@@ -189,7 +189,8 @@ def test_remote_workers_share_the_drivers_warm_folder(tmp_path, cluster, monkeyp
     run_study(cfg, backend="dask", scheduler=cluster)
     keys = [x.split()[0] for x in (tmp_path / "builds.log").read_text().splitlines() if x.split()[2] == "layout"]
     domains = {layout_domain(r.design, cfg.models[0]) for r in load_results(cfg).records if r.duplicate_of is None}
-    assert len(keys) == len(set(keys)) == len(domains) == len({p.name.split(".")[0] for p in (tmp_path / "shared").glob("*.npy")} & set(keys))
+    shared = {p.name.split(".")[0] for p in (tmp_path / "shared").glob("*.npy")}
+    assert len(keys) == len(set(keys)) == len(domains) == len(shared & set(keys))
 
 
 class _FakeClient:

@@ -47,7 +47,7 @@ def test_trial_front_follows_a_study_with_trials_still_running():
     st = optuna.create_study(directions=["minimize", "maximize"])
     tracker = TrialFront(["minimize", "maximize"])
     running = []
-    for step in range(40):
+    for _step in range(40):
         for _ in range(int(rng.integers(1, 8))):
             running.append(_trial(st, None, float(rng.choice([-1.0, 0.0, 0.5]))))
         told = running[:int(rng.integers(0, len(running) + 1))]

@@ -105,7 +105,9 @@ def test_jobs_do_not_change_results(tmp_path):
 
 
 def test_duplicates_are_evaluated_once(tmp_path):
-    space = '[params]\ncore_side = { type = "int", low = 1, high = 2 }\ntile_width = { type = "categorical", choices = [1, 2] }\npooling = { type = "fixed", value = "direct" }\n'
+    space = ('[params]\ncore_side = { type = "int", low = 1, high = 2 }\n'
+             'tile_width = { type = "categorical", choices = [1, 2] }\n'
+             'pooling = { type = "fixed", value = "direct" }\n')
     cfg = _cfg(_study(tmp_path, "random", trials=20, space=space))
     calls = []
 
@@ -198,7 +200,9 @@ def test_dead_driver_trials_are_failed_and_requeued(tmp_path, monkeypatch):
 
 
 def test_grid_sampler_covers_the_grid_exactly(tmp_path):
-    space = '[params]\ncore_side = { type = "int", low = 1, high = 3 }\ntile_width = { type = "categorical", choices = [2, 8] }\npooling = { type = "fixed", value = "broadcast" }\n'
+    space = ('[params]\ncore_side = { type = "int", low = 1, high = 3 }\n'
+             'tile_width = { type = "categorical", choices = [2, 8] }\n'
+             'pooling = { type = "fixed", value = "broadcast" }\n')
     cfg = _cfg(_study(tmp_path, "grid", trials=100, space=space))
     s = run_study(cfg, evaluator=fake_eval)
     assert s.complete == 6 and s.evaluations == 6 and s.exhausted
@@ -235,14 +239,15 @@ def test_changed_space_is_refused_on_resume(tmp_path):
     (tmp_path / "space.toml").write_text(TOY_SPACE.replace("high = 8", "high = 6"))
     with pytest.raises(ConfigError) as ei:
         run_study(_cfg(p), evaluator=fake_eval)
-    assert str(ei.value) == (f"{p.resolve()}: study 's' in {tmp_path.resolve() / 'results' / 's.db'} was created from a "
-                             f"different space, objectives, workloads or base design; give [study] a new name, pass "
-                             f"another --storage, or delete the old results")
+    assert str(ei.value) == (f"{p.resolve()}: study 's' in {tmp_path.resolve() / 'results' / 's.db'} "
+                             f"was created from a different space, objectives, workloads or base design; "
+                             f"give [study] a new name, pass another --storage, or delete the old results")
 
 
 def test_front_of_a_missing_study_is_a_clear_error(tmp_path):
     cfg = _cfg(_study(tmp_path), seed=3)
-    with pytest.raises(ConfigError, match=r"no study 's\[seed=3\]' in .*s\.db; run `dse run \S*s\.toml --seed 3` first"):
+    with pytest.raises(ConfigError,
+                       match=r"no study 's\[seed=3\]' in .*s\.db; run `dse run \S*s\.toml --seed 3` first"):
         load_results(cfg)
 
 

@@ -34,8 +34,9 @@ def always_waiting(monkeypatch):
 
 
 def _study(d, trials: int = 32, storage: str | None = None):
+    # not blind: no batch asked ahead
     return load_study(write_study(d, space=TOY_SPACE, objectives=TOY_OBJECTIVES, file="s.toml", trials=trials,
-                                  batch=16, sampler="nsga2"), check_metrics=False, storage=storage)   # not blind: no batch asked ahead
+                                  batch=16, sampler="nsga2"), check_metrics=False, storage=storage)
 
 
 def _stored(cfg) -> list[tuple]:

@@ -2,7 +2,6 @@
 nearest design, each against a plain re-computation from its definition."""
 from __future__ import annotations
 
-
 import numpy as np
 
 from dse.search.front import position

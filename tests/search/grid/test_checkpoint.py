@@ -7,7 +7,6 @@ from dse.errors import ConfigError
 from dse.search.grid.stream import stream_grid
 from dse.search.space.objectives import objectives_from_dict
 from dse.search.space.space_file import space_from_dict
-
 from tests.search.grid.test_grid import TWO
 from tests.search.grid.test_stream import BASE, SPACE
 

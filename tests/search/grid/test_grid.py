@@ -111,7 +111,8 @@ def test_cli_json_has_the_front_shape_and_refuses_trace_driven_inputs(tmp_path):
     t = pq.read_table(tmp_path / "t.parquet")
     assert t.num_rows == 700 and "m.die_area_mm2" in t.column_names and "p.array_depth" in t.column_names
     for args, what in ((("spaces/full.toml",), "params.placement: a trace-driven knob"),
-                       (("spaces/quickstart.toml", "--objectives", "objectives/full.toml"), "is trace-driven; `dse grid` evaluates the closed form only")):
+                       (("spaces/quickstart.toml", "--objectives", "objectives/full.toml"),
+                        "is trace-driven; `dse grid` evaluates the closed form only")):
         r = _dse("grid", *args)
         assert r.returncode == 2 and what in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 

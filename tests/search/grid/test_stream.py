@@ -10,7 +10,6 @@ from dse.search.grid.grid import enumerate_space, resolved, run_grid
 from dse.search.grid.stream import chunks, count_points, enumerate_blocks, stream_grid
 from dse.search.space.objectives import objectives_from_dict
 from dse.search.space.space_file import space_from_dict
-
 from tests.search.grid.test_grid import SUB_GRID, THREE, TWO
 
 # 10,240 points plus conditional ones: a bound on an earlier knob, a knob active for one order

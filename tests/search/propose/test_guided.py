@@ -159,8 +159,9 @@ def test_greedy_hv_never_takes_an_estimate_already_there_while_another_remains()
     ("logistic = \"yes\"", "sampler.logistic = 'yes': must be true or false"),
     ("novelty = 2", "sampler.novelty = 2: must be true or false"),
     ("lag = 2", "sampler.lag = 2"),
-    ("novelty = true\nnovel = true", "sampler.novel: unknown setting for guided (allowed: pool, mutants, explore, extremes, "
-                                        "refine, samples, ridge, logistic, novelty, lag); did you mean 'novelty'?"),
+    ("novelty = true\nnovel = true", "sampler.novel: unknown setting for guided (allowed: pool, mutants, explore, "
+                                        "extremes, refine, samples, ridge, logistic, novelty, lag); "
+                                        "did you mean 'novelty'?"),
 ])
 def test_a_bad_guided_setting_is_one_line_naming_file_key_and_allowed_values(tmp_path, line, msg):
     f = _study(tmp_path)
@@ -188,7 +189,8 @@ def test_the_logistic_feasibility_is_calibrated_and_follows_its_feature():
 
 def test_a_resumed_study_with_the_multi_fidelity_settings_ends_as_an_uninterrupted_run(tmp_path):
     study = _study(tmp_path, trials=30)
-    study.write_text(study.read_text().replace("pool = 300", "pool = 300\nlogistic = true\nnovelty = true\nexplore = 0.25"))
+    study.write_text(study.read_text().replace("pool = 300",
+                                               "pool = 300\nlogistic = true\nnovelty = true\nexplore = 0.25"))
     ref = load_study(study, storage=f"sqlite:///{tmp_path / 'ref.db'}")
     assert ref.sampler_settings["logistic"] is True and ref.sampler_settings["novelty"] is True
     run_study(ref)
@@ -234,7 +236,7 @@ def _greedy_hv_oracle(E, F, k, rng, samples, weight=None, extremes=0, refine=Fal
                 covered |= (E[best] <= X).all(axis=1)
                 S.append(list(En[best]))
                 continue
-        def key(i):
+        def key(i, covered=covered):
             gain = -1.0 if i in picked else float(((E[i] <= X).all(axis=1) & ~covered).sum()) * w[i]
             dist = 0.0
             if S:

@@ -78,6 +78,7 @@ def test_values_of_unstepped_and_log_knobs(tmp_path):
     ns = [q["array_depth"] for q, k in zip(vs, knobs) if k == "array_depth"]
     assert len(ns) <= knee_sweep.MAX_VALUES and 1024 in ns and 65536 in ns
     on = [q for q, k in zip(vs, knobs) if k == "fetch"]
-    assert on == [{**parent, "fetch": "load_aware", "fetch_queue_depth": 2}]          # a knob its condition turns on: its low value
+    # a knob its condition turns on: its low value
+    assert on == [{**parent, "fetch": "load_aware", "fetch_queue_depth": 2}]
     for q in vs:
         assert draw.is_legal(space, {}, q)

@@ -62,7 +62,7 @@ def test_hypervolume_on_a_fixed_reference_is_in_objective_units(tmp_path):
     # the staircase: for each point sorted by b descending, width (10 - a) over the b band it adds
     bands = sorted(front, key=lambda p: p[1])
     expect, lo = 0.0, 0.0
-    for i, (a, b) in enumerate(bands):
+    for i, (_a, b) in enumerate(bands):
         width = 10.0 - min(p[0] for p in bands[i:])
         expect += width * (b - lo)
         lo = b

@@ -83,7 +83,8 @@ def test_dependent_bound_out_of_knob_range_is_reported_when_evaluated():
 
 def test_float_grid_needs_step():
     sp = space_from_dict({"params": {"noc_ghz": {"type": "float", "low": 0.5, "high": 2.0}}}, source="s.toml")
-    with pytest.raises(ConfigError, match=r"^s\.toml: params\.noc_ghz: a float knob needs a 'step' for the grid sampler$"):
+    with pytest.raises(ConfigError,
+                       match=r"^s\.toml: params\.noc_ghz: a float knob needs a 'step' for the grid sampler$"):
         sp.grid(BASE)
 
 

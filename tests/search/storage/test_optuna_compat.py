@@ -217,7 +217,8 @@ def _varied_trials(study) -> None:
     from optuna.distributions import CategoricalDistribution, IntDistribution
     dists = {"f": FloatDistribution(0.1, 10, log=True), "s": FloatDistribution(0, 1, step=0.25),
              "i": IntDistribution(1, 64, log=True), "c": CategoricalDistribution([None, True, "a", 2.5, 3])}
-    for k, (vals, state) in enumerate([([1.0, 2.0], TrialState.COMPLETE), ([float("inf"), -float("inf")], TrialState.COMPLETE),
+    for k, (vals, state) in enumerate([([1.0, 2.0], TrialState.COMPLETE),
+                                       ([float("inf"), -float("inf")], TrialState.COMPLETE),
                                        (None, TrialState.FAIL), (None, TrialState.PRUNED), (None, TrialState.RUNNING)]):
         t = study.ask(dists)
         t.set_user_attr("dse", {"design": {"core_side": k}, "metrics": {"m": {"x": [1, None, 2.5]}}, "ok": k % 2 == 0})
@@ -232,7 +233,8 @@ def _varied_trials(study) -> None:
         elif state != TrialState.RUNNING:
             study.tell(t, state=state)
     study.enqueue_trial({"f": 2.0, "c": "a"}, user_attrs={"queued": 1})
-    study.add_trial(optuna.trial.create_trial(values=[0.0, 1.0], params={"x": 0.5}, distributions={"x": FloatDistribution(0, 1)}))
+    study.add_trial(optuna.trial.create_trial(values=[0.0, 1.0], params={"x": 0.5},
+                                              distributions={"x": FloatDistribution(0, 1)}))
 
 
 def _check_read_trials(study, storage) -> None:

@@ -40,7 +40,8 @@ def _dump(path: Path) -> tuple:
     con = sqlite3.connect(path)
     try:
         schema = sorted(con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
-        return schema, list(con.execute("SELECT * FROM alembic_version")), list(con.execute("SELECT * FROM version_info"))
+        return (schema, list(con.execute("SELECT * FROM alembic_version")),
+                list(con.execute("SELECT * FROM version_info")))
     finally:
         con.close()
 

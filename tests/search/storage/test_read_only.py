@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dse.cli import main
-from tests.search.sqlite_study import QUICK, ROOT, copy_db, finished_db  # noqa: F401 (finished_db: a fixture)
+from tests.search.sqlite_study import QUICK, ROOT, copy_db
 
 # (name, argv); add any new read-only command here.
 READ_ONLY = [

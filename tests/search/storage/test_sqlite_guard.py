@@ -16,7 +16,7 @@ import pytest
 
 from dse.cli import main
 from dse.search.storage.stored import is_scored
-from tests.search.sqlite_study import QUICK, copy_db, finished_db  # noqa: F401 (finished_db: a fixture)
+from tests.search.sqlite_study import QUICK, copy_db
 
 
 def _one_line(capsys, *needles: str) -> str:
@@ -61,7 +61,8 @@ def test_damaged_database_is_one_line_naming_the_file(damage, finished_db, tmp_p
         for i in range(2 * page, len(data), page):          # every page after the first two
             data[i:i + 64] = b"\xa5" * 64
     db.write_bytes(bytes(data))
-    for cmd in (["front", str(QUICK), "--storage", str(db)], ["run", str(QUICK), "--no-progress", "--storage", str(db)]):
+    for cmd in (["front", str(QUICK), "--storage", str(db)],
+                ["run", str(QUICK), "--no-progress", "--storage", str(db)]):
         assert main(cmd) == 2
         _one_line(capsys, str(db), "damaged or truncated SQLite database")
 

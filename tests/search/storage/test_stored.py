@@ -80,7 +80,8 @@ def test_stored_state_and_outcome():
     assert outcome(False, "die area 500 mm2", [1.0, inf], names, None) == "infeasible: die area 500 mm2"
     assert stored_state(True, [1.0, -inf], None) == "FAIL"
     assert outcome(True, "", [1.0, -inf], names, None) == "non-finite objective: b = -inf"
-    assert stored_state(True, [1.0, 2.0], 4) == "PRUNED" and outcome(True, "", [1.0, 2.0], names, 4) == "repeat of trial 4"
+    assert stored_state(True, [1.0, 2.0], 4) == "PRUNED"
+    assert outcome(True, "", [1.0, 2.0], names, 4) == "repeat of trial 4"
     assert stored_state(True, [1.0, -inf], 4) == "FAIL"          # a repeat of a non-finite design
     assert stored_state(True, [math.nan, 1.0], None) == "FAIL"   # optuna's tell fails a NaN
     assert outcome(False, "", None, names, None, "ZeroDivisionError: x") == "error: ZeroDivisionError: x"

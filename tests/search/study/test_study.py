@@ -62,7 +62,8 @@ BAD_STUDIES = [
     ('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\n[search]\nfidelity = "double"\n',
      "search.fidelity = 'double': must be one of single, multi"),
     ('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\n[search]\nfidelty = "multi"\n',
-     "search.fidelty: unknown key (allowed: fidelity, stop, knee_share, knee_patience, knee_candidates, knee_keys); did you mean 'fidelity'?"),
+     "search.fidelty: unknown key (allowed: fidelity, stop, knee_share, knee_patience, knee_candidates, knee_keys); "
+     "did you mean 'fidelity'?"),
     ('[study]\nspace = "space.toml"\nobjectives = "obj.toml"\n[search]\nfidelity = "multi"\n'
      '[workload]\ntrace = "catalog"\n',
      "search.fidelity = 'multi': the workload's trace = 'catalog' is the closed form already (allowed: single; "
