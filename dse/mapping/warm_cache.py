@@ -30,8 +30,8 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -53,9 +53,9 @@ def cache_dir() -> Path | None:
 
 
 def _code_digest() -> str:
-    from dse.version import __version__
     from dse.constants import C
     from dse.mapping import placement
+    from dse.version import __version__
     h = hashlib.sha256()
     h.update(repr((FORMAT, __version__, np.__version__, float(C.coactivation_weight))).encode())
     h.update(Path(placement.__file__).read_bytes())

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from dse.pipeline.context import Context
 from dse.pipeline.stages import area_power, cost, delivered, network, performance, routing, scheduled, structure

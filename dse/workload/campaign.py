@@ -159,7 +159,7 @@ def recorded_scales() -> dict:
         return {}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def scale_range(model_name: str) -> tuple[float, float] | None:
     """(s_lo, s_hi): the skew scales moving the calibrated trace's Gini by the campaign's offsets.
 

@@ -34,9 +34,9 @@ from __future__ import annotations
 import functools
 import math
 import zlib
-from statistics import NormalDist
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Iterator
+from statistics import NormalDist
 
 import numpy as np
 import tomli_w
@@ -75,7 +75,7 @@ class SynthParams:
     topic_boost: float = 1.5     # log-popularity boost of a topic's experts
     turnover: float = 0.02       # per-step probability that a request is replaced
 
-    def check(self) -> "SynthParams":
+    def check(self) -> SynthParams:
         bad = [f.name for f in fields(self) if not math.isfinite(getattr(self, f.name)) or getattr(self, f.name) < 0]
         if bad or not 0 <= self.drift_corr < 1 or self.topics < 1 or not 0 <= self.turnover <= 1:
             raise ConfigError(f"synthetic parameters {asdict(self)}: skew, drift, topic_boost >= 0, "
@@ -122,11 +122,11 @@ def _topic_sets_profile(rng, prof, layer_rows: np.ndarray, C: int, E: int, m: in
     L = len(layer_rows)
     mask = np.zeros((C, L, E), dtype=bool)
     rand = _topic_sets_random(rng, C, L, E, m)
-    for l, row in enumerate(layer_rows):
+    for layer, row in enumerate(layer_rows):
         sel = prof.pairs[:, 0] == row
         pr, lift = prof.pairs[sel, 1:], prof.pair_lift[sel]
         if len(pr) == 0:
-            mask[:, l] = rand[:, l]
+            mask[:, layer] = rand[:, layer]
             continue
         for c in range(C):
             i, j = pr[rng.integers(len(pr))]
@@ -137,9 +137,9 @@ def _topic_sets_profile(rng, prof, layer_rows: np.ndarray, C: int, E: int, m: in
                 if len(chosen) >= m:
                     break
                 chosen.add(e)
-            fill = [e for e in np.flatnonzero(rand[c, l]) if e not in chosen]
+            fill = [e for e in np.flatnonzero(rand[c, layer]) if e not in chosen]
             chosen.update(fill[:max(0, m - len(chosen))])
-            mask[c, l, list(chosen)[:m]] = True
+            mask[c, layer, list(chosen)[:m]] = True
     return mask
 
 

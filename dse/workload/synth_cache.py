@@ -39,8 +39,8 @@ def cache_dir() -> Path | None:
 
 
 def cache_key(model, batch: int, steps: int, seed: int, prof: str | None) -> str:
-    from dse.version import __version__
     from dse.data import path as data_path
+    from dse.version import __version__
     h = hashlib.sha256()
     for part in (CACHE_FORMAT, __version__, np.__version__, model.name, model.experts, model.top_k,
                  model.moe_layers, batch, steps, seed, prof):

@@ -6,17 +6,16 @@ import json
 import numpy as np
 import pytest
 
+from dse.catalog import get_model
 from dse.cli import main
 from dse.data import load_toml
 from dse.pipeline.evaluate import evaluate
 from dse.pipeline.stages import routing
 from dse.spec import DesignPoint
 from dse.workload import profiles, synth, window
-from dse.catalog import get_model
 from dse.workload.stats import flat_stats
 from dse.workload.trace import check_ids, save_trace
 from dse.workload.union import union_closed_form
-
 
 SMALL = "olmoe-1b-7b"
 

@@ -11,7 +11,8 @@ set them too.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from dse.constants import C
 from dse.pipeline.uncertainty import draws, unknowns
