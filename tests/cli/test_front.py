@@ -65,7 +65,8 @@ def test_front_shows_knee_candidates(quickstart_study, capsys, monkeypatch):
     assert top["architecture"]["array_depth"] == d["knee"]["params"]["array_depth"]
     assert [c["rank"] for c in kc["candidates"]] == list(range(1, len(kc["candidates"]) + 1))
     scores = [c["score"] for c in kc["candidates"]]
-    assert scores == sorted(scores, reverse=True)
+    # best first; scores equal to rounding (designs of equal energy) may come in either order
+    assert all(a >= b - 1e-12 * abs(b) for a, b in zip(scores, scores[1:]))
     if len(scores) > 1:
         assert top["margin"] == scores[0] - scores[1]
     assert kc["ambiguous"] is (top["margin"] is not None and top["margin"] < kc["threshold"])
