@@ -37,7 +37,8 @@ class Wall:
         if self.limit:
             return f"{self.knob} = {self.value:g} ({self.bound} end of its range) on {pct} of the front: {self.limit}"
         return (f"{self.knob} = {self.value:g} ({self.bound} end of its range) on {pct} of the front: widen the "
-                f"range, or the model charges nothing for this knob")
+                f"range, or the study's objectives never pay for moving it inward (what it buys and costs: "
+                f"docs/model/prices.md)")
 
 
 def _numeric_range(space: Any, d: Any, env: Mapping[str, Any]) -> tuple[float, float] | None:
