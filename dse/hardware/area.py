@@ -23,6 +23,8 @@ The die budget is die_width_mm x die_height_mm (400 mm2); over budget is infeasi
 """
 from __future__ import annotations
 
+import numpy as np
+
 from dse.constants import C
 from dse.hardware import clock
 from dse.units import BITS_PER_BYTE, MIB, MM2_PER_UM2
@@ -75,6 +77,7 @@ def group_share_mm2(cores, groups_per_core, units_per_core, frame_bits):
     units at the published 2048-bit frame)."""
     u = units_per_core / groups_per_core
     per_group_um2 = (u * frame_bits * C.noc_wire_pitch_um) ** 2
-    shared = u > 1
     out = cores * groups_per_core * per_group_um2 * MM2_PER_UM2
-    return out * shared if not isinstance(shared, bool) else (out if shared else 0.0)
+    if np.ndim(u):
+        return np.where(u > 1, out, 0.0)
+    return out if u > 1 else 0.0

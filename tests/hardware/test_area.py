@@ -61,3 +61,19 @@ def test_over_budget_is_infeasible_with_reason():
     assert r.metrics["usd_per_mtok"] is None       # the cost stage needs a feasible design
     r64 = evaluate(DesignPoint.from_dict({"trace": "catalog", "array_depth": "64K"}))
     assert not r64.feasible and "die area" in r64.reason     # twice the ReRAM does not fit 20 x 20 mm
+
+
+def test_pe_groups_pay_for_their_read_out_sharing_crossbars():
+    """One-unit groups (the published design) share nothing; a group of u units needs a u x u
+    crossbar of the frame's width, (u x frame x pitch)^2 (DSENT's matrix crossbar)."""
+    import numpy as np
+
+    from dse.hardware import area
+    assert area.group_share_mm2(20, 16, 16, 2048) == 0.0
+    one_group = (16 * 2048 * C.noc_wire_pitch_um) ** 2 * 1e-6
+    assert area.group_share_mm2(20, 1, 16, 2048) == pytest.approx(20 * one_group)
+    assert area.group_share_mm2(20, 8, 16, 2048) == pytest.approx(20 * 8 * (2 * 2048 * C.noc_wire_pitch_um) ** 2 * 1e-6)
+    arr = area.group_share_mm2(np.array([20, 20]), np.array([16, 1]), np.array([16, 16]), np.array([2048, 2048]))
+    assert arr.tolist() == pytest.approx([0.0, 20 * one_group])
+    assert metrics(pe_groups_per_core=1)["group_share_area_mm2"] == pytest.approx(20 * one_group)
+    assert metrics()["group_share_area_mm2"] == 0.0
