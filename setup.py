@@ -5,7 +5,7 @@ One copy: the files stay where the repository keeps them (``spaces/``, ``objecti
 ``studies/``, ``notebooks/quickstart.ipynb``) and ``build_py`` copies them into the wheel's
 ``dse/data/examples/``; every ``studies/*.toml`` goes, so a new study needs no edit here. From a
 checkout (editable install) `dse init` reads the same files in place. ``EXAMPLES`` is repeated in
-``dse/cli/init.py``; tests/cli/test_init.py builds a wheel and checks both copy the same files.
+``dse/cli/model/init.py``; tests/cli/model/test_init.py builds a wheel and checks both copy the same files.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 For every study in ``studies/`` (as shipped, seed 0, ``--jobs 1``) the test runs ``dse run``, then
 ``dse front --json`` and ``dse export --knee``, and compares both outputs with
 ``tests/golden/shipped/<study>.front.json`` and ``<study>.knee.toml``. ``dse reproduce --json``
-is held by ``tests/cli/test_reproduce.py`` against ``tests/golden/reproduce.json``.
+is held by ``tests/cli/model/test_reproduce.py`` against ``tests/golden/reproduce.json``.
 
 The files were written by the code before ``dse/search`` was split into sub-packages (main at
 fb44354), so a re-layout that changes any number a user sees fails here. Regenerate them only for

@@ -14,21 +14,21 @@ import sys
 from dse.errors import DSEError, disk_full
 
 COMMAND_MODULES = (
-    "dse.cli.init",
-    "dse.cli.evaluate",
-    "dse.cli.reproduce",
-    "dse.cli.info",
-    "dse.cli.trace",
+    "dse.cli.model.init",
+    "dse.cli.model.evaluate",
+    "dse.cli.model.reproduce",
+    "dse.cli.model.info",
+    "dse.cli.model.trace",
     "dse.cli.run",
     "dse.cli.front",
     "dse.cli.explain",
     "dse.cli.plot",
     "dse.cli.export",
     "dse.cli.report",
-    "dse.cli.compare",
+    "dse.cli.model.compare",
     "dse.cli.worker",
     "dse.cli.study",
-    "dse.cli.sweep",
+    "dse.cli.model.sweep",
     "dse.cli.grid",
 )
 

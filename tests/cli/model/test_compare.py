@@ -21,7 +21,7 @@ def test_compare_cli_writes_the_figure_and_the_table(quickstart_study, tmp_path,
 def test_study_references_keep_an_at_sign_of_a_storage_url():
     import pytest
 
-    from dse.cli.compare import parse_ref
+    from dse.cli.model.compare import parse_ref
     from dse.errors import ConfigError
     url = "postgresql://u:p@ss@db-host/dse?sslmode=require"
     assert parse_ref(f"s.toml@seed=3@storage={url}@model=m", None) == ("s.toml", {"storage": url, "seed": 3,

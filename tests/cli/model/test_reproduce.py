@@ -39,7 +39,7 @@ def test_reproduce_fails_on_an_exact_miss(capsys, monkeypatch):
     assert rc == 1 and "miss" in out
 
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "reproduce.json"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "reproduce.json"
 
 
 def test_reproduce_json_is_byte_identical_to_the_golden_file(capsys):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from dse.errors import DSEError
 
-# what is copied, folder -> pattern (the same as setup.py's EXAMPLES; tests/cli/test_init.py checks)
+# what is copied, folder -> pattern (the same as setup.py's EXAMPLES; tests/cli/model/test_init.py checks)
 EXAMPLES = {"spaces": "*.toml", "objectives": "*.toml", "studies": "*.toml", "notebooks": "quickstart.ipynb"}
 
 
@@ -29,7 +29,7 @@ def register(sub) -> None:
 def examples_root() -> Path:
     """The folder holding spaces/, objectives/, studies/ and notebooks/: the wheel's package data,
     else the checkout this package runs from."""
-    package = Path(__file__).resolve().parents[1]
+    package = Path(__file__).resolve().parents[2]
     for root in (package / "data" / "examples", package.parent):
         if (root / "studies" / "quickstart.toml").is_file():
             return root

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from dse.cli import main
-from dse.cli.init import EXAMPLES, example_files
+from dse.cli.model.init import EXAMPLES, example_files
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_init_copies_every_example_and_each_study_loads_from_there(tmp_path, capsys):
