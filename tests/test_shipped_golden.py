@@ -51,6 +51,7 @@ def outputs(study: str, work: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)          # studies/catalog.toml: 480 trials on three models at --jobs 1
 @pytest.mark.parametrize("study", STUDIES)
 def test_shipped_study_outputs_match_golden(study, tmp_path):
     got = outputs(study, tmp_path)
