@@ -130,9 +130,9 @@ def test_report_renders_offline_in_headless_chromium(tmp_path, quickstart_study)
               or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
     assert errors == []
     page = got["page"]
-    assert page["sections"] == ["summary", "front", "knee-candidates", "knee", "pairwise-fronts",
-                                "parallel-coordinates", "breakdown", "hypervolume", "importance", "infeasibility",
-                                "robust", "version"]
+    assert page["sections"] == ["summary", "front", "knee-candidates", "knee", "reference", "explain",
+                                "pairwise-fronts", "parallel-coordinates", "breakdown", "hypervolume", "importance",
+                                "infeasibility", "robust", "version"]
     assert page["images"] and all(ok and w > 100 for ok, w in page["images"])    # every figure decoded
     png = got["png"]
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000                   # not a blank page
