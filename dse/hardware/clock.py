@@ -35,8 +35,13 @@ import numpy as np
 
 from dse.constants import C
 
-# Bisection of the alpha-power law for V: 60 halvings of [V_min, V_max] reach float precision.
-BISECTION_STEPS = 60
+# The supply a clock needs: the alpha-power law tabulated over [V_min, V_max] (monotone in V above
+# Vt), inverted by linear interpolation and polished by one Newton step, elementwise. It replaced a
+# 60-step bisection per distinct clock behind a row sort of the clock columns (np.unique), which was
+# 82 % of the catalog study's planner and 86 % of a `dse grid` (issues 48, 49).
+TABLE_POINTS = 4097          # interpolation error ~1e-8 V; one Newton step takes it to ~1e-16 V
+
+_TABLES: dict[tuple[float, ...], tuple[np.ndarray, np.ndarray]] = {}
 
 
 def _out(x):
@@ -55,38 +60,37 @@ def clock_ratio_at(v: float | np.ndarray) -> float | np.ndarray:
     return float(r) if np.ndim(r) == 0 else r
 
 
+def _table() -> tuple[np.ndarray, np.ndarray]:
+    """(clock ratios, supplies) of the law at the current constants, ``TABLE_POINTS`` supplies
+    from V_min to V_max (a constants override, e.g. a model-uncertainty draw, gets its own)."""
+    key = (float(C.vth_v), float(C.alpha_power), float(C.vdd_min_v), float(C.vdd_max_v), float(C.vdd_nominal_v))
+    hit = _TABLES.get(key)
+    if hit is None:
+        if len(_TABLES) >= 64:
+            _TABLES.clear()
+        v = np.linspace(key[2], key[3], TABLE_POINTS)
+        hit = _TABLES[key] = (np.asarray(clock_ratio_at(v)), v)
+    return hit
+
+
 def _solve_v(ratio: np.ndarray) -> np.ndarray:
-    lo = np.full(ratio.shape, float(C.vdd_min_v))
-    hi = np.full(ratio.shape, float(C.vdd_max_v))
-    s0 = _speed(np.asarray(C.vdd_nominal_v, dtype=float))
-    for _ in range(BISECTION_STEPS):
-        mid = 0.5 * (lo + hi)
-        fast = _speed(mid) / s0 >= ratio
-        hi = np.where(fast, mid, hi)
-        lo = np.where(fast, lo, mid)
-    return hi
-
-
-def _per_distinct(fn, *arrays):
-    """``fn`` on the distinct rows of the broadcast arrays only (clocks take a handful of values)."""
-    arrs = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in arrays))
-    if arrs[0].ndim == 0:
-        return float(fn(*(a.reshape(1) for a in arrs))[0])
-    stacked = np.stack([a.ravel() for a in arrs], axis=1)
-    uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
-    out = fn(*(uniq[:, i] for i in range(uniq.shape[1])))
-    return out[inv.ravel()].reshape(arrs[0].shape)
+    """The supply at which logic runs ``ratio`` x its clock at V_nom, clamped to [V_min, V_max]:
+    the table's interpolation, then one Newton step on (V - Vt)^alpha / V = ratio x its value at
+    V_nom (within 1e-15 V of the exact root; ``tests/hardware/test_clock.py``)."""
+    r_tab, v_tab = _table()
+    v = np.interp(ratio, r_tab, v_tab)
+    g = np.asarray(clock_ratio_at(v))
+    dg = g * (C.alpha_power / (v - C.vth_v) - 1.0 / v)     # d/dV of the ratio
+    return np.clip(v - (g - ratio) / dg, C.vdd_min_v, C.vdd_max_v)
 
 
 def supply_v(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
     """Supply voltage a block needs at clock ``f``, anchored at ``f_ref`` = V_nom (same units),
-    within [V_min, V_max]."""
-    def solve(f_, r_):
-        ratio = f_ / r_
-        v = _solve_v(ratio)
-        v = np.where(ratio <= clock_ratio_at(C.vdd_min_v), C.vdd_min_v, v)
-        return np.where(np.isclose(ratio, 1.0, rtol=0, atol=1e-12), C.vdd_nominal_v, v)
-    return _per_distinct(solve, f, f_ref)
+    within [V_min, V_max]; exactly V_nom at ``f_ref`` and V_min at or below the clock V_min reaches."""
+    ratio = np.asarray(f, dtype=float) / np.asarray(f_ref, dtype=float)
+    v = _solve_v(ratio)
+    v = np.where(ratio <= clock_ratio_at(C.vdd_min_v), C.vdd_min_v, v)
+    return _out(np.where(np.abs(ratio - 1.0) <= 1e-12, C.vdd_nominal_v, v))
 
 
 def pipeline_depth_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:

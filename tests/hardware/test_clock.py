@@ -75,3 +75,24 @@ def test_a_faster_macro_clock_interleaves_banks_of_whole_periphery():
     whole = 16 * (128 * C.sense_amp_um2_per_bit + C.macro_fixed_um2) * 1e-6
     assert area.read_periphery_mm2(320, 16, 128, 400.0) == pytest.approx(320 * (2 / top - 1) * whole)
     assert metrics(macro_mhz=400)["read_periphery_area_mm2"] == pytest.approx(320 * (2 / top - 1) * whole)
+
+
+def _bisect_v(ratio: float) -> float:
+    """Plain-Python oracle: 200 halvings of [V_min, V_max] for the supply reaching ``ratio``."""
+    lo, hi = C.vdd_min_v, C.vdd_max_v
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if clock.clock_ratio_at(mid) >= ratio else (mid, hi)
+    return hi
+
+
+def test_supply_table_matches_a_bisection_oracle_elementwise():
+    r_lo, r_hi = clock.clock_ratio_at(C.vdd_min_v), clock.clock_ratio_at(C.vdd_max_v)
+    ratios = np.concatenate([np.linspace(r_lo * 1.0001, r_hi * 0.9999, 997), [r_lo * 0.5, r_hi * 3.0]])
+    got = clock.supply_v(ratios * 400.0, 400.0)
+    want = [C.vdd_min_v if r <= r_lo else _bisect_v(min(r, r_hi)) for r in ratios]
+    assert np.max(np.abs(got - np.array(want))) < 1e-12
+    # no sort, no de-duplication: each element is solved on its own, shape kept
+    grid = (ratios[:12] * 400.0).reshape(3, 4)
+    assert clock.supply_v(grid, 400.0).shape == (3, 4)
+    assert clock.supply_v(grid, 400.0)[1, 2] == clock.supply_v(float(grid[1, 2]), 400.0)
