@@ -31,6 +31,8 @@ provisioned rate. The node links leave the package, beyond UCIe's reach, on boar
 """
 from __future__ import annotations
 
+import numpy as np
+
 from dse.constants import C
 from dse.hardware import clock
 from dse.units import BITS_PER_BYTE, BITS_PER_GB, J_PER_PJ, MM2_PER_UM2, S_PER_US
@@ -106,7 +108,8 @@ def over_provision(demand_gbps: float, provision_gbps: float) -> bool:
 def unit_io_bit_hops_per_s(active_units: int, unit_io_gbps: float, core_side: int) -> float:
     """Bit-hops per second of the units' activation / partial-sum traffic on the core mesh: each
     unit's port traffic crosses up to side - 1 mesh links."""
-    return active_units * unit_io_gbps * BITS_PER_GB * max(0, core_side - 1)
+    hops = max(0, core_side - 1) if np.ndim(core_side) == 0 else np.maximum(0, np.asarray(core_side) - 1)
+    return active_units * unit_io_gbps * BITS_PER_GB * hops
 
 
 def fabric_power_w(area_mm2: float, bit_hops_per_s: float, noc_ghz: float | None = None):

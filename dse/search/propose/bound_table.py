@@ -12,8 +12,8 @@ and workload), computed on numpy columns over every design at once:
 * the hints are the logs of the worst positive values over the workloads.
 
 Every floating-point operation is the scalar path's, in its order (IEEE arithmetic: the same bits);
-logs are taken with ``math.log``, as there. Studies this does not cover (a closed-form workload,
-more than two workloads with a summed or mean objective) go the per-design way
+logs are taken with ``math.log`` and sums over more than two workloads with ``math.fsum``, as
+there. Studies this does not cover (a closed-form workload) go the per-design way
 (the caller's ``per_design``: ``estimate.bound_arrays_reference``). The guided sampler uses it
 (``estimate.bound_arrays``); the test compares it with the reference.
 """
@@ -49,8 +49,7 @@ def bound_arrays(cfg: Any, designs: Sequence[Mapping[str, Any]], hint_metrics: S
     if not rows:
         return B, ok, H
     models = list(cfg.models)
-    if "catalog" in knobs["trace"] or (len(models) > 2
-                                       and any(o.aggregate in ("sum", "mean") for o in objs.objectives)):
+    if "catalog" in knobs["trace"]:
         return per_design(cfg, designs)
     cols = bound_columns(knobs, n)
     per_model = [{k: (v.reshape(-1, len(models))[:, j], w.reshape(-1, len(models))[:, j])
@@ -201,11 +200,11 @@ def _mfu_cascade(out: dict[str, Column], col, has, in_row, w: Mapping[str, np.nd
     die = reach & in_row("die_area_mm2")
     die_w = np.full(len(hop), np.nan)
     floor = ("unit_io_gbps", "core_mesh_area_mm2", "die_noc_power_w", "d2d_io_power_w", "die_read_gbps", "die_gflops")
-    floor_cols = {k: col(k).tolist() for k in floor}
-    active, side = col("die_active_units").tolist(), w["core_side"].tolist()
-    for i in np.flatnonzero(die).tolist():                    # scalar: few rows, exact as bound_metrics
-        die_w[i] = bounds.die_power_floor_w({k: v[i] for k, v in floor_cols.items()}, active[i], side[i],
-                                            float(w["noc_ghz"][i]))
+    rows = np.flatnonzero(die)
+    if len(rows):           # elementwise numpy, as bound_metrics' scalars (the same ufunc loops, the same bits)
+        side = w["core_side"][rows]
+        die_w[rows] = bounds.die_power_floor_w({k: col(k)[rows] for k in floor}, col("die_active_units")[rows],
+                                               side, w["noc_ghz"][rows])
     pool_w = power.pool_power_w(col("dies"), die_w)
     t_pub = out["ffn_latency_us_per_token"][0]
     lower.update(die_power_w=(die_w, die), pool_power_w=(pool_w, die),
@@ -247,8 +246,12 @@ def objective_bounds(objs: Any, per_model: Sequence[Mapping[str, Column]]) -> np
             agg = "max" if o.direction == "minimize" else "min"
         if agg in ("max", "min"):
             v = _first_max(cols, agg == "max")[0]
-        else:                         # math.fsum of one or two values: their (correctly rounded) sum
+        elif len(cols) <= 2:          # math.fsum of one or two values: their (correctly rounded) sum
             v = cols[0][0] if len(cols) == 1 else cols[0][0] + cols[1][0]
+            v = v / len(cols) if agg == "mean" else v
+        else:                         # more: math.fsum row by row (few rows reach here: a plan's pool)
+            stacked = np.stack([c[0] for c in cols], axis=1)
+            v = np.array([math.fsum(r) for r in stacked.tolist()])
             v = v / len(cols) if agg == "mean" else v
         out[:, j] = np.where(every, v, np.nan)
     return out

@@ -92,3 +92,15 @@ def test_a_design_key_identifies_exactly_the_sorted_name_repr_pairs():
         for b in designs:
             assert (estimate.BoundMemo.key(a) == estimate.BoundMemo.key(b)) == (oracle(a) == oracle(b))
     assert len({estimate.BoundMemo.key(d) for d in designs}) == len({oracle(d) for d in designs}) < len(designs)
+
+
+def test_three_workloads_with_a_summed_objective_take_the_columns_and_agree():
+    """The catalog study's shape (three trace-driven models, cost summed): the column path, not the
+    per-design one, equal to it bit for bit (math.fsum of three values, row by row)."""
+    cfg = load_study(ROOT / "studies" / "catalog.toml")
+    designs = _designs(cfg, 5, 60)
+    _assert_equal(cfg, designs)
+    calls = []
+    estimate.bound_table.bound_arrays(cfg, designs, estimate.HINT_METRICS,
+                                      lambda *a: calls.append(1) or estimate.bound_arrays_reference(*a))
+    assert not calls
