@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--reference: with the table or --json, not --csv (the CSV has one row per trial)")
     robust = _robust(args, res)
     reference = reference_of(res, args.reference)
-    moved = quality.knee_settledness(res) if agree is None else None    # settledness is a run's, not a pool's
+    moved = quality.knee_settledness(res)          # the one verdict on the knee (a run's or a pool's)
     shown = res.complete if args.all else front
     if args.json:
         out = {
@@ -112,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
             "hypervolume": hv,
             "hypervolume_reference": dict(zip(cfg.objectives.names, ref.values)),
             "hypervolume_reference_source": ref.source,
-            "knee_settled": moved is not None and moved["settled"],
-            **({"knee_settled_reason": moved["reason"]} if moved is not None else {}),
+            "knee_settled": moved["settled"], "knee_verdict": moved["verdict"],
+            "knee_settled_reason": moved["reason"],
             "front": [res.to_json(r) for r in front],
             "knee": res.to_json(knee) if knee is not None else None,
             "knee_candidates": quality.candidates_json(res, front, kc, args.candidates),
@@ -303,10 +303,9 @@ def _print_text(args, res, headers, rows, front, knee, hv, ref, moved, robust) -
               f"knee score inside the front; export with `dse export {ref_args} --knee -o design.toml`)")
     for w in study_walls(res, front):
         print(textwrap.fill(f"at a bound: {w.sentence()}", width=width, subsequent_indent="  "))
-    if moved is not None and not moved["settled"]:
-        print(f"warning: the knee is not settled ({moved['reason']}); run more trials "
-              f"(`dse run {ref_args} --trials N`) or pool several seeds (`dse front ... --storage S1 --storage S2`)",
-              file=sys.stderr)
+    if moved["verdict"] == "not settled":      # the verdict itself is the last line of the candidates
+        print(f"to settle the knee: run more trials (`dse run {ref_args} --trials N`) or pool several seeds "
+              f"(`dse front ... --storage S1 --storage S2`)", file=sys.stderr)
     if robust is not None:
         _print_robust(res, robust)
 

@@ -101,9 +101,12 @@ def run(args: argparse.Namespace) -> int:
         print("front: no feasible design yet")
     for w in knee.get("at_bounds", []):
         print(textwrap.fill(f"at a bound: {Wall(**w).sentence()}", width=terminal_width(), subsequent_indent="  "))
-    if knee.get("knee_settled") is False:     # issue 32: settled = same top candidates, clear margin
-        print(f"warning: the knee is not settled ({knee['knee_settled_reason']}); run more trials (--trials N) "
-              f"or pool seeds (dse front --storage S1 --storage S2)", file=sys.stderr)
+    if knee.get("knee_verdict"):             # issue 48: one verdict, clear only with refined contenders
+        print(textwrap.fill(f"knee {knee['knee_verdict']}: {knee['knee_settled_reason']}", width=terminal_width(),
+                            subsequent_indent="  "))
+        if knee["knee_verdict"] == "not settled":
+            print("to settle it: run more trials (--trials N) or pool seeds (dse front --storage S1 --storage S2)",
+                  file=sys.stderr)
     print(f"storage: {s.storage}")
     ref = cfg.command_args()
     print("next steps (one command per line):")
@@ -186,7 +189,8 @@ def _knee_summary(cfg, res=None) -> dict:
     return {"front_size": len(res.front()), "knee_trial": k.number, "knee_params": k.params,
             "knee_objectives": res.objective_values(k),
             "knee_moved": None if moved is None else [moved[0].number, moved[1].number],
-            "knee_settled": settled["settled"], "knee_settled_reason": settled["reason"],
+            "knee_settled": settled["settled"], "knee_verdict": settled["verdict"],
+            "knee_settled_reason": settled["reason"],
             "at_bounds": [w.to_json() for w in study_walls(res)]}
 
 

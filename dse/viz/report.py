@@ -88,9 +88,7 @@ def summary_section(res, ref) -> Section:
             ["constraints", "; ".join(c.name for c in cfg.objectives.constraints) or "-"],
             ["trials", sp.counts_title(res)],
             ["hypervolume", f"{fmt(hv)} on {ref.describe(cfg.objectives.names)}"],
-            ["knee", "-" if knee is None
-             else f"trial {knee.number} ({quality.verdict(quality.knee_candidates(res)[1])})"],
-            ["knee settled", ("yes: " if settled["settled"] else "no: ") + settled["reason"]],
+            ["knee", "-" if knee is None else f"trial {knee.number}: {settled['verdict']} ({settled['reason']})"],
             ["at a bound", "; ".join(w.sentence() for w in study_walls(res, front))
              or "no knob: the front is inside its ranges"]]
     return Section("summary", "Study summary", [Table(["", ""], rows, "summary")])
@@ -126,7 +124,8 @@ def candidates_section(res, n: int = 3, merged=None) -> Section:
             + [c.score, "-" if c.margin is None else c.margin] for i, c in enumerate(kc.candidates[:n], 1)]
     blocks: list[Any] = [
         f"Every local maximum of the knee score inside the front ({quality.utility_words(kc)}), one per "
-        f"architecture ({', '.join(kc.keys)}); margin: score minus the next candidate's. {quality.verdict(kc)}.",
+        f"architecture ({', '.join(kc.keys)}); margin: score minus the next candidate's. "
+        f"{quality.study_verdict(res, fr, kc).line()}.",
         Table(["rank", "trial"] + list(kc.keys) + onames + ["score", "margin"], rows, "candidates-table")]
     archs = quality.architectures(res, kc, n)
     if archs:

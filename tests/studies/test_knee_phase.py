@@ -84,12 +84,13 @@ def test_knee_settled_stops_before_the_cap_and_stays_stopped(tmp_path):
     """On the three objectives of full.toml (a front with one clear bulge; latency against power
     on this space is a family of equal latency x power designs, whose knee is ambiguous and
     so never settles)."""
-    search = 'knee_share = 0.6\nstop = "knee-settled"\nknee_patience = 1'
-    cfg = load_study(study(tmp_path, search, trials=96, objectives="full.toml"),
+    search = 'knee_share = 0.6\nstop = "knee-settled"'
+    cfg = load_study(study(tmp_path, search, trials=160, objectives="full.toml"),
                      storage=f"sqlite:///{tmp_path / 's.db'}")
     s = run_study(cfg)
     rec = attrs(cfg)[knee_phase.ATTR]
-    assert rec["phase"] == "settled" and s.complete == rec["settled_at"] < 96
+    assert rec["phase"] == "settled" and s.complete == rec["settled_at"] < 160
+    assert rec["verdict"]["verdict"] == "clear" and not rec["verdict"]["unrefined"]
     assert any("knee settled" in n for n in s.notes)
     again = run_study(cfg)
     assert again.new_trials == 0 and again.complete == s.complete

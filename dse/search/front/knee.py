@@ -82,6 +82,7 @@ from typing import Any
 
 import numpy as np
 
+KNEE_KEYS = ("core_side", "array_depth", "tile_width", "pooling")   # what names an architecture (default)
 QUANTILES = (0.10, 0.90)     # linear fallback: robust normalisation of an objective without a sign
 RADIUS = 0.10                # neighbourhood radius in the coordinates (about 10 % of each objective)
 AMBIGUOUS_MARGIN = 0.02      # top margin below this: the knee is an ambiguous choice (2 %)

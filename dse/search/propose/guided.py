@@ -57,7 +57,7 @@ from dse.search.propose.estimate import BoundMemo, ChunkedBounds, Estimator, bou
 
 EPS_SAME = 1e-12             # normalised distance under which an estimate counts as already there
 DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "refine": False, "samples": 10000,
-            "ridge": 10.0, "logistic": False, "novelty": False}
+            "ridge": 10.0, "logistic": False, "novelty": False, "utility": 0.0}
 
 
 def param_key(params: Mapping[str, Any]) -> tuple:
@@ -70,6 +70,7 @@ class Evaluated:
     evaluated designs, which are feasible, and the feasible front."""
 
     def __init__(self, cfg: Any, trials: Sequence, pending: Sequence[Mapping[str, Any]] = ()):
+        self.trials = list(trials)
         self.known = {param_key(t.params) for t in trials} | {param_key(p) for p in pending}
         done = [t for t in trials if t.state.name == "COMPLETE" and t.values is not None
                 and not t.user_attrs.get("screened") and "duplicate_of" not in t.user_attrs.get("dse", {})]
@@ -119,8 +120,10 @@ def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
     estimator = Estimator(cfg, ev, float(s["ridge"]), bool(s["logistic"]), memo)
     est, p_ok = estimator([cands[i] for i in idx], B[idx], H[idx])
     n_explore = min(len(idx), int(round(float(s["explore"]) * k)))
-    picked = greedy_hv(est, ev.front, k - n_explore, rng, int(s["samples"]), p_ok,
-                       len(B[0]) if s["extremes"] else 0, bool(s["refine"]))
+    picked = utility_picks(cfg, ev, [cands[i] for i in idx], est, p_ok, int(round(float(s["utility"]) * k)))
+    hv = greedy_hv(est, ev.front, k - n_explore, rng, int(s["samples"]), p_ok,
+                   len(B[0]) if s["extremes"] else 0, bool(s["refine"]))
+    picked += [i for i in hv if i not in picked][: max(0, k - n_explore - len(picked))]
     rest = np.setdiff1d(np.arange(len(idx)), picked)
     if n_explore and len(rest) and s["novelty"]:
         picked += [int(rest[i]) for i in estimator.novel([cands[idx[i]] for i in rest], B[idx[rest]], H[idx[rest]],
@@ -130,6 +133,31 @@ def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
     rows = idx[picked]
     memo.keep([designs[i] for i in rows], B[rows], ok[rows], H[rows])
     return [cands[i] for i in rows]
+
+
+def utility_picks(cfg: Any, ev: Evaluated, params: Sequence[Mapping[str, Any]], est: np.ndarray,
+                  p_ok: np.ndarray, n: int) -> list[int]:
+    """Up to ``n`` rows of the estimates ``est`` (minimisation form) with the highest estimated
+    knee utility on the current front's scale (``dse.search.front.knee``) plus the log of the
+    probability of being feasible, one per architecture (the knee keys), best first: the share
+    of a batch that climbs the knee's figure of merit rather than the front's volume."""
+    if n <= 0 or not len(ev.front) or not len(est):
+        return []
+    from dse.search.front import knee as kn
+    keys = tuple(getattr(getattr(cfg, "knee", None), "keys", kn.KNEE_KEYS))
+    eu = kn.Scale.of(ev.front).utility(est) + np.log(np.maximum(p_ok, 1e-12))
+    base = cfg.base_env()
+    out, seen = [], set()
+    for i in np.lexsort((np.arange(len(eu)), -eu)).tolist():
+        if not np.isfinite(eu[i]):
+            break
+        g = tuple(repr({**base, **params[i]}.get(k)) for k in keys)
+        if g not in seen:
+            seen.add(g)
+            out.append(int(i))
+            if len(out) >= n:
+                break
+    return out
 
 
 def greedy_hv(E: np.ndarray, F: np.ndarray, k: int, rng: np.random.Generator, samples: int,

@@ -4,27 +4,26 @@
 
     knee_share = 0.25          # share of the trial budget spent around the knee candidates (0: none)
     stop = "knee-settled"      # "trials" (default): run to the trial target; "knee-settled": also
-                               # stop once the knee has settled (the trial target stays the cap)
-    knee_patience = 3          # batches the top candidates and their scores must stay unchanged
-    knee_candidates = 3        # candidates the knee phase works around (and `dse front` shows)
+                               # stop once the knee's verdict is settled (the trial target stays the cap)
+    knee_patience = 3          # batches of the candidates' signature a dashboard's history compares
+    knee_candidates = 3        # chains of the knee phase (architectures refined at once), and
+                               # the candidates `dse front` shows
     knee_keys = ["core_side", "array_depth", "tile_width", "pooling"]   # what names an architecture
 
 Phases. A study of ``trials`` trials in batches of ``batch`` runs its *global phase* (its sampler
 as configured) for the first ``global_trials = batch * floor((1 - knee_share) * trials / batch)``
-finished trials, then its *knee phase*: each batch is planned around the top knee candidates of
-the current front (``dse.search.propose.knee_moves``). The phase is decided per batch from the
-number of finished trials before it, so a resumed study continues the phase it was in; the run
-records both phases in the study's user attribute ``dse_knee_phase`` (``global_trials``, the
-candidates' signature after each knee-phase batch, and whether and when it settled), and a
-resumed run keeps the recorded ``global_trials`` even if the trial target changed.
+finished trials, then its *knee phase*: each batch is planned by coordinate ascent of the knee
+utility on the trace from the best designs of the best architectures
+(``dse.search.propose.ascent``). The phase is decided per batch from the number of finished
+trials before it, so a resumed study continues the phase it was in; the run records both phases
+in the study's user attribute ``dse_knee_phase`` (``global_trials``, the candidates' signature
+after each knee-phase batch, the last verdict, and whether and when it settled), and a resumed
+run keeps the recorded ``global_trials`` even if the trial target changed.
 
-Settled (``history``, ``settled_at``). After each knee-phase batch the signature of the front's
-knee candidates is taken: the top ``knee_candidates`` architectures, in order, with their scores.
-The knee has *settled* when the signature has not changed for ``knee_patience`` batches (same
-architectures in the same order, every score within ``SCORE_TOL``) and the top candidate is not
-ambiguous (its margin at least ``dse.search.front.knee.AMBIGUOUS_MARGIN``). With ``stop =
-"knee-settled"`` the run stops there; ``benchmarks/bench_knee.py`` measures how often a settled
-run names the knee of the merged front of many seeds.
+Settled. After each knee-phase batch the run takes the knee's one verdict
+(``dse.search.propose.verdict``: clear, ambiguous or not settled); it has *settled* when the
+verdict is clear, or ambiguous with every contender refined (more trials of this run would not
+change the footing of the choice). With ``stop = "knee-settled"`` the run stops there.
 """
 from __future__ import annotations
 
@@ -36,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from dse.errors import ConfigError
+from dse.search.front.knee import KNEE_KEYS
 
-KNEE_KEYS = ("core_side", "array_depth", "tile_width", "pooling")
 STOPS = ("trials", "knee-settled")
 SCORE_TOL = 0.01             # scores closer than this count as unchanged (half the ambiguity margin)
 ATTR = "dse_knee_phase"      # the study user attribute recording the phases
@@ -133,7 +132,7 @@ def wrap(cfg: Any, seed: int, inner: Any, position: int | None = None, lag: int 
     batches behind reads the trials ``guided.basis`` names."""
     import optuna
 
-    from dse.search.propose import guided, knee_moves
+    from dse.search.propose import ascent, guided
     G = cfg.knee.global_trials(cfg.trials, cfg.batch)
 
     class _KneePhase(optuna.samplers.BaseSampler):
@@ -176,7 +175,7 @@ def wrap(cfg: Any, seed: int, inner: Any, position: int | None = None, lag: int 
             if len(done) != self.basis:
                 ev = guided.Evaluated(cfg, done, pending)
                 s = {**guided.DEFAULTS, **dict(cfg.sampler_settings)} if cfg.sampler == "guided" else guided.DEFAULTS
-                self.todo = knee_moves.plan(cfg, ev, self.rng, cfg.batch, s, self.memo, cfg.knee) or \
+                self.todo = ascent.plan(cfg, ev, self.rng, cfg.batch, s, self.memo, cfg.knee) or \
                     guided.plan(cfg, done, self.rng, cfg.batch, s, self.memo, pending)
                 self.basis = len(done)
             return self.todo.pop(0) if self.todo else {}
@@ -269,6 +268,7 @@ class Tracker:
         self.hist: list[tuple[int, list]] = []
         self.written: dict | None = None
         self.settled: int | None = None
+        self.verdict: dict | None = None
 
     def final(self, finished: Sequence) -> None:
         self.step(finished)
@@ -291,15 +291,19 @@ class Tracker:
         for c in range(G, len(trials) + 1, cfg.batch):
             if c not in done:
                 self.hist.append((c, signature(cfg, trials[:c])))
-        at = settled_at(cfg, self.hist)
+        if self.settled is None:                 # the one verdict (dse.search.review.verdict), once settled kept
+            from dse.search.propose.verdict import trials_verdict
+            v = trials_verdict(cfg, trials)
+            self.verdict = v.to_json()
+            self.settled = len(trials) if v.settled else None
+        at = self.settled
         rec = {"global_trials": G, "knee_share": cfg.knee.share, "stop": cfg.knee.stop,
-               "phase": "settled" if at is not None else "knee", "settled_at": at,
+               "phase": "settled" if at is not None else "knee", "settled_at": at, "verdict": self.verdict,
                "history": [[c, sig] for c, sig in self.hist]}
         if rec != self.written:
             self.study.set_user_attr(ATTR, rec)
             self.written = rec
         stop = at is not None and cfg.knee.stop == "knee-settled"
-        self.settled = at
         if stop and note is not None:
             note(f"study {cfg.name!r}: the knee settled at {at} finished trials (stop = \"knee-settled\"; "
                  f"the trial target {cfg.trials} is the cap)")

@@ -104,6 +104,12 @@ def variants(space: Any, base: Mapping[str, Any], parent: Mapping[str, Any],
     return out, knob
 
 
+def steering(space: Any) -> frozenset[str]:
+    """Knobs of ``space`` another knob's bound or ``when`` condition reads (moving one may make
+    another knob's value illegal: ``legalise`` it)."""
+    return _steering(draw.compiled(space))
+
+
 def _steering(c: Any) -> frozenset[str]:
     """Knobs another knob's bound or ``when`` condition reads (moving one may move that knob)."""
     hit = getattr(c, "_knee_steering", None)

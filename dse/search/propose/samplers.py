@@ -91,7 +91,8 @@ SAMPLERS: dict[str, SamplerKind] = {
     "guided": SamplerKind(_guided, {"pool": ("int", 10, 100000), "mutants": ("float", 0, 1),
                                     "explore": ("float", 0, 1), "extremes": ("bool", 0, 1), "refine": ("bool", 0, 1),
                                     "samples": ("int", 100, 1000000), "ridge": ("float", 0, 1e6),
-                                    "logistic": ("bool", 0, 1), "novelty": ("bool", 0, 1), "lag": ("int", 0, 1)},
+                                    "logistic": ("bool", 0, 1), "novelty": ("bool", 0, 1), "lag": ("int", 0, 1),
+                                    "utility": ("float", 0, 1)},
                           lag_setting="lag"),
 }
 

@@ -98,6 +98,30 @@ def knee_candidates(res, recs=None):
     return fr, out
 
 
+def study_verdict(res, fr=None, kc=None):
+    """The one verdict on the knee of a study read back (pooled studies too): *clear*,
+    *ambiguous* or *not settled* (``dse.search.propose.verdict``), from the same evaluated designs
+    as ``dse run`` judges them; ``fr``, ``kc``: unused (kept for the callers that have them)."""
+    from dse.search.propose.verdict import trials_verdict
+    return trials_verdict(res.cfg, [_Told(r) for r in res.complete])
+
+
+class _Told:
+    """A trial record read back, as the sampler was told it (what ``guided.Evaluated`` reads)."""
+
+    class _State:
+        name = "COMPLETE"
+
+    state = _State()
+
+    def __init__(self, r) -> None:
+        self.number, self.params, self.values, self.constraints = r.number, r.params, r.values, r.constraints
+        dse = {"design": r.design, "feasible": r.feasible}
+        if r.duplicate_of is not None:
+            dse["duplicate_of"] = r.duplicate_of
+        self.user_attrs = {"dse": dse, **({"screened": r.screened} if r.screened else {})}
+
+
 def candidates_json(res, fr, kc, n: int = 3) -> dict[str, Any]:
     """The top ``n`` knee candidates as JSON: per candidate its rank, trial, architecture (the
     key knobs), params, objectives, score and margin; ``ambiguous`` and its threshold."""
@@ -156,7 +180,7 @@ def describe_candidates(res, fr, kc, n: int = 3) -> list[str]:
         alt = "".join(f" (or {', '.join(f'{k}={v}' for k, v in zip(kc.keys, g) if v != dict(zip(kc.keys, c.group))[k])}"
                       f": same objectives)" for g in c.equivalent)
         out.append(f"{i}. trial {r.number} (score {c.score:.3f}, margin {margin}): {arch}{alt}; {obj}")
-    out.append(verdict(kc))
+    out.append(study_verdict(res, fr, kc).line())
     return out
 
 
@@ -185,42 +209,11 @@ def verdict(kc) -> str:
 
 
 def knee_settledness(res) -> dict[str, Any]:
-    """Whether the study's knee is *settled*, by the criterion of the knee phase
-    (``dse.search.propose.knee_phase``): at the ends of its last ``knee_patience + 1`` batches the
-    top ``knee_candidates`` architectures were the same, in the same order, with scores within
-    ``SCORE_TOL``, and the top one is not ambiguous. ``{"settled", "batches", "reason"}``.
-    ``benchmarks/bench_knee.py`` measures how often a settled run names the merged knee of many
-    seeds."""
-    from dse.search.front.knee import AMBIGUOUS_MARGIN
-    from dse.search.propose.knee_phase import KneeSearch, same
-    knee = getattr(res.cfg, "knee", None) or KneeSearch()
-    batch, p = res.cfg.batch, knee.patience
-    numbers = sorted(r.number for r in res.complete)
-    cuts = [c for c in range(len(numbers), 0, -batch)][:p + 1][::-1]
-    if res.cfg.sampler == "grid" and len(numbers) >= res.cfg.trials and numbers:   # every point: the front is exact
-        _, kc = knee_candidates(res)
-        if not kc.candidates:
-            return {"settled": False, "batches": len(cuts), "reason": "no feasible design"}
-        return {"settled": not kc.ambiguous, "batches": len(cuts),
-                "reason": ("the knee choice is ambiguous" if kc.ambiguous
-                           else "every grid point evaluated, clear margin")}
-    if len(cuts) < p + 1:
-        return {"settled": False, "batches": len(cuts), "reason": f"fewer than {p + 1} batches"}
-    cand = res.candidates()
-    sigs = []
-    for c in cuts:
-        _, kc = knee_candidates(res, [r for r in cand if r.number <= numbers[c - 1]])
-        sigs.append([[list(x.group), x.score, x.margin] for x in kc.candidates[:knee.candidates]])
-    last = sigs[-1]
-    if not last:
-        return {"settled": False, "batches": len(cuts), "reason": "no feasible design"}
-    if not all(same(x, last) for x in sigs):
-        return {"settled": False, "batches": len(cuts),
-                "reason": f"the top knee candidates or their scores changed in the last {p} batches"}
-    if last[0][2] is not None and last[0][2] < AMBIGUOUS_MARGIN:
-        return {"settled": False, "batches": len(cuts), "reason": "the knee choice is ambiguous"}
-    return {"settled": True, "batches": len(cuts),
-            "reason": f"same top candidates and scores over the last {p} batches, clear margin"}
+    """The study's one verdict on its knee (``dse.search.review.verdict``) as ``{"settled",
+    "verdict", "reason", "unrefined"}``: settled when clear, or ambiguous with every contender
+    refined (more trials of this run would not change the footing of the choice)."""
+    v = study_verdict(res)
+    return {"settled": v.settled, "verdict": v.word, "reason": v.reason, "unrefined": v.unrefined}
 
 
 def knee_history(res, points: int = 20) -> list[tuple[int, Any]]:

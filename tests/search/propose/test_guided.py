@@ -160,7 +160,7 @@ def test_greedy_hv_never_takes_an_estimate_already_there_while_another_remains()
     ("novelty = 2", "sampler.novelty = 2: must be true or false"),
     ("lag = 2", "sampler.lag = 2"),
     ("novelty = true\nnovel = true", "sampler.novel: unknown setting for guided (allowed: pool, mutants, explore, "
-                                        "extremes, refine, samples, ridge, logistic, novelty, lag); "
+                                        "extremes, refine, samples, ridge, logistic, novelty, lag, utility); "
                                         "did you mean 'novelty'?"),
 ])
 def test_a_bad_guided_setting_is_one_line_naming_file_key_and_allowed_values(tmp_path, line, msg):

@@ -1,0 +1,374 @@
+"""The knee phase's plan: coordinate ascent of the knee utility on the trace, from several starts.
+
+The knee of a front is its interior design of highest knee utility (``dse.search.front.knee``:
+with relative coordinates, ``u = -sum_j ln |f_j|``, maximised objectives inverted): a scalar of
+the trace-driven objectives. Runs of ``studies/catalog.toml`` differed in their knees by 0.1-0.5
+in ``u`` while their fronts agreed (issue 48): the global phase covers the front, and what is
+left is to *maximise u* where the front bulges. Around the best design of an architecture the
+closed-form estimate ranks designs poorly (its error there, ~0.07 in ``u``, is larger than the
+differences that decide the knee), while a trace-driven evaluation of a design that shares its
+scheduling domain with one already evaluated costs 25-50 ms (its placement and job tables are
+cached). So the knee phase climbs on the trace itself, the estimate only choosing which move to
+try first:
+
+1. **chains**: the feasible designs evaluated so far, grouped by architecture (``knee_keys``);
+   the best design of each of the ``chains`` best architectures (by ``u``) is a *head* (heads
+   move whenever a better design of their architecture is found, and the set of heads whenever
+   the order of the architectures changes: independent starts, pooled in one run);
+2. **moves** of a head: every design one knob away from it (``knee_sweep.variants``: every
+   legal value of every searched knob, the architecture keys included, so a chain may walk into
+   a neighbouring architecture); once every one of them is evaluated and none is better, the
+   head is a local optimum of the one-knob moves and its moves are the *pairs*: two of its
+   ``PAIR_PARENTS`` best one-knob neighbours' changes at once (a gain that needs two knobs to
+   move together, e.g. a faster clock and the area it costs, is out of reach of single moves);
+   once those are evaluated too and none is better, the head has *converged* (``Chains``);
+3. **order**: each head's moves are estimated (``estimate.Estimator``: closed-form bounds times a
+   learnt ratio, the log of the probability of being feasible added) and ranked by the estimated
+   gain over the head's own estimate (a difference of two estimates: their common error cancels);
+   the best move of each knob first (a sweep tries one value of every knob before a second value
+   of any), then the rest;
+4. **turns**: the batch's slots go to the heads in turns top, second, top, third, ... (the top
+   takes every other slot; a converged head's turn passes to the next); a share
+   ``GLOBAL_SHARE`` of the slots goes to the guided sampler's global plan (uniform draws and
+   mutants of the front, by hypervolume): the phase keeps looking beyond its chains.
+
+Nothing here draws a random number but the global share (from the batch's seeded generator);
+the plan is a function of the trials before the batch: a resumed study asks the same trials.
+``Chains.state`` says, for the study's verdict (``dse.search.review.verdict``), which heads have
+converged.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import zip_longest
+from typing import Any
+
+import numpy as np
+
+from dse.search.front import knee as kn
+from dse.search.front import pareto
+from dse.search.propose import knee_sweep
+from dse.search.propose.estimate import BoundMemo, Estimator
+
+PAIR_VALUES = 3              # values of each knob (its best one-knob moves) paired with every other knob's
+PAIR_WANTED = 12             # one-knob moves of highest estimated utility, each paired with every repair
+REPAIR_STEPS = 3             # values of a repairing knob tried on each side of the head's (nearest first)
+PAIR_BUDGET = 48             # two-knob moves of a head, best estimated first
+GLOBAL_SHARE = 1 / 8         # share of a knee-phase batch planned by the global (hypervolume) plan
+GLOBAL_POOL = 500            # candidates the global share draws (a few designs of each batch)
+GAIN_TOL = 1e-9              # a move must beat its head by more than this to count as better
+
+
+@dataclass
+class Head:
+    """The best evaluated design of one architecture, and where its chain stands."""
+    row: int                               # row of the evaluated designs (``guided.Evaluated``)
+    group: tuple                           # its architecture (values of the knee keys)
+    utility: float                         # its knee utility
+    stage: str = "single"                  # "single", "pairs" (singles exhausted), "converged"
+
+
+class Chains:
+    """The heads of the study's chains (module docstring, steps 1-2) given the evaluated designs
+    ``ev`` (``guided.Evaluated``) and their knee ``scale`` (the current front's)."""
+
+    def __init__(self, cfg: Any, ev: Any, keys: Sequence[str], chains: int, scale: kn.Scale | None = None,
+                 memo: BoundMemo | None = None):
+        from dse.search.propose.knee_moves import front_of, full_designs
+        self.cfg, self.ev, self.keys = cfg, ev, tuple(keys)
+        self.base, self.chains, self.memo = cfg.base_env(), chains, memo or BoundMemo()
+        F, _, _ = front_of(cfg, ev)
+        self.heads: list[Head] = []
+        if not len(F):
+            return
+        self.scale = scale if scale is not None else kn.Scale.of(F)
+        feas = np.flatnonzero(ev.feasible)
+        u = self.scale.utility(pareto.to_min(ev.values[feas], cfg.objectives.directions))
+        self.u = dict(zip(feas.tolist(), u.tolist()))
+        archs = full_designs(cfg, [ev.designs[i] for i in feas])
+        self.group = {int(i): tuple(_hashable(a.get(k)) for k in self.keys) for i, a in zip(feas, archs)}
+        self.index = {BoundMemo.key(ev.params[i]): int(i) for i in feas}
+        seen: set[tuple] = set()
+        slack = ev.violation[feas]                         # its tightest constraint (<= 0: feasible)
+        for j in np.lexsort((feas, slack, -np.round(u, 9))).tolist():   # best first; ties: more slack, earlier
+            i = int(feas[j])
+            g = self.group[i]
+            if g in seen:
+                continue
+            seen.add(g)
+            self.heads.append(Head(i, g, float(u[j])))
+
+    def moves_left(self, row: int, memo: BoundMemo | None = None) -> int:
+        """How many moves of the design at ``row`` (one-knob, then two-knob: ``neighbourhood``)
+        are left to evaluate: 0 once it is *refined* (``dse.search.propose.verdict``)."""
+        h = Head(row, self.group.get(row, ()), self.u.get(row, -np.inf))
+        singles, pairs = self.neighbourhood(h, None, memo or self.memo)
+        return len(singles) + len(pairs)
+
+    def neighbourhood(self, h: Head, est: Estimator | None, memo: BoundMemo, pairs_too: bool = False
+                      ) -> tuple[list, list]:
+        """(its one-knob moves, its two-knob moves) not evaluated yet, each best first by
+        estimated gain over the head; moves the closed form proves infeasible (die area, a
+        mapping, a closed-form link load: exact there) are left out. One-knob moves: the best of
+        each knob first. Two-knob moves (only once the one-knob ones are exhausted, unless
+        ``pairs_too``): each of the ``PAIR_WANTED`` one-knob moves of highest estimated utility
+        (feasible or not: a faster clock the die's area cannot hold is wanted) with every
+        one-knob move of another knob (the repair: the area it frees), and the ``PAIR_VALUES``
+        best values of every knob with each other's; ``PAIR_BUDGET`` of them at most."""
+        parent = self.ev.params[h.row]
+        vs, ks = knee_sweep.variants(self.cfg.space, self.base, parent)
+        desire, gain, ok = self._estimate(est, memo, parent, vs)
+        known = np.array([BoundMemo.key(v) in self.ev.known for v in vs], dtype=bool)
+        true = np.array([self.u.get(self.index.get(BoundMemo.key(v), -1), -np.inf) - h.utility for v in vs])
+        score = np.where(known, true, gain)
+        singles = [vs[i] for i in _by_knob(np.flatnonzero(~known & ok), score, ks)]
+        if singles and not pairs_too:
+            return singles, []
+        order = np.lexsort((np.arange(len(vs)), -score)).tolist()
+        best: dict[str, list[int]] = {}
+        for i in order:
+            if np.isfinite(score[i]) and len(best.setdefault(ks[i], [])) < PAIR_VALUES:
+                best[ks[i]].append(i)
+        # a move's change of utility: measured where evaluated and feasible, else estimated
+        delta = np.where(known, np.where(np.isfinite(true), true, np.nan), np.where(ok, gain, np.nan))
+        names = list(best)
+        additive = [(i, j) for x in range(len(names)) for y in range(x + 1, len(names))
+                    for i in best[names[x]] for j in best[names[y]]]
+        exchange = self._exchanges(parent, vs, ks, ok, delta, memo)
+        steer = knee_sweep.steering(self.cfg.space)
+        seen = {BoundMemo.key(parent)} | {BoundMemo.key(v) for v in vs}
+        qs, score2 = [], []
+        for i, j in additive:
+            q = {**vs[i], ks[j]: vs[j][ks[j]]}
+            if ks[i] in steer or ks[j] in steer:              # a bound or condition moved with it
+                q = knee_sweep.legalise(self.cfg.space, self.base, q)
+            key = BoundMemo.key(q)
+            if key not in seen and key not in self.ev.known:
+                seen.add(key)
+                qs.append(q)
+                score2.append(np.nan_to_num(delta[i] + delta[j], nan=-np.inf))
+        lists = [[], [q for q in exchange if BoundMemo.key(q) not in self.ev.known]]
+        if qs:
+            _, _, pok = self._estimate(est, memo, parent, qs)
+            r = np.array(score2)
+            lists[0] = [qs[i] for i in np.lexsort((np.arange(len(qs)), -r)) if pok[i] and np.isfinite(r[i])]
+        pairs = _interleave(lists[1], lists[0])[:PAIR_BUDGET]
+        return singles, pairs
+
+    def _exchanges(self, parent: Mapping[str, Any], vs: list, ks: list, ok: np.ndarray, delta: np.ndarray,
+                   memo: BoundMemo) -> list[dict[str, Any]]:
+        """Exchange moves along the closed form's walls (die area, link loads): each one-knob move
+        one step beyond a wall (``_walls``) with, for every other numeric knob, its nearest value on
+        either side that brings the pair back inside (the area the step needs, freed elsewhere);
+        ordered wall by wall in turn, each wall's repairs by the repair's own change of utility
+        (measured, else estimated: the cheapest repair first)."""
+        walls = _walls(parent, vs, ks, ok)
+        if not walls:
+            return []
+        steer = knee_sweep.steering(self.cfg.space)
+        by: dict[str, list[int]] = {}
+        for j, k in enumerate(ks):
+            by.setdefault(k, []).append(j)
+        cands, owner, wall = [], [], []
+        for i in walls:
+            for k, rows in by.items():
+                if k == ks[i] or not _ordered(vs, rows, k):
+                    continue
+                for j in _nearest(parent[k], vs, rows, k, REPAIR_STEPS):
+                    q = {**vs[i], k: vs[j][k]}
+                    if ks[i] in steer or k in steer:
+                        q = knee_sweep.legalise(self.cfg.space, self.base, q)
+                    cands.append(q)
+                    owner.append(j)
+                    wall.append(i)
+        if not cands:
+            return []
+        _, okq, _ = memo.arrays(self.cfg, [self.cfg.design(q) for q in cands])     # every wall's at once
+        wall_a = np.array(wall)
+        per_wall = []
+        for i in walls:
+            t_rows = np.flatnonzero(wall_a == i)
+            chosen = [int(t_rows[t]) for t in _nearest_repairs(parent, vs, ks, [owner[t] for t in t_rows],
+                                                                okq[t_rows])]
+            chosen.sort(key=lambda t: (-np.nan_to_num(delta[owner[t]], nan=-np.inf), t))
+            per_wall.append([cands[t] for t in chosen])
+        seen, uniq = set(), []
+        for q in (q for group in zip_longest(*per_wall) for q in group if q is not None):   # walls in turn
+            key = BoundMemo.key(q)
+            if key not in seen:
+                seen.add(key)
+                uniq.append(q)
+        return uniq
+
+    def _estimate(self, est: Estimator | None, memo: BoundMemo, parent: Mapping[str, Any], moves: list
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(desire, gain, ok) of ``moves`` over ``parent``: the estimated gain of knee utility
+        ignoring the constraints, the estimated gain of utility plus the log of the estimated
+        probability of being feasible (-inf where the closed form proves the move infeasible),
+        and whether the closed form admits the move."""
+        if not moves:
+            return np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool)
+        ps = list(moves) + [dict(parent)]
+        B, ok, H = memo.arrays(self.cfg, [self.cfg.design(p) for p in ps])
+        if est is None:                                  # what is left, not in which order (the verdict)
+            z = np.where(ok[:-1], 0.0, -np.inf)
+            return np.zeros(len(moves)), z, ok[:-1]
+        E, p_ok = est(ps, B, H)
+        with np.errstate(all="ignore"):
+            u = self.scale.utility(E)
+            eu = u + np.log(np.maximum(p_ok, 1e-12))
+        u = np.where(np.isfinite(u), u, -np.inf)
+        eu = np.where(ok & np.isfinite(eu), eu, -np.inf)
+        desire = u[:-1] - (u[-1] if np.isfinite(u[-1]) else 0.0)
+        return desire, eu[:-1] - (eu[-1] if np.isfinite(eu[-1]) else 0.0), ok[:-1]
+
+    def open_heads(self, est: Estimator, memo: BoundMemo) -> list[tuple[Head, list, list]]:
+        """The first ``chains`` heads with moves left, best first, each with its one-knob and
+        two-knob moves (``neighbourhood``); a head without any has converged (its ``stage``), and
+        the next architecture's head takes its place."""
+        out = []
+        for h in self.heads:
+            if len(out) >= self.chains:
+                break
+            singles, pairs = self.neighbourhood(h, est, memo, pairs_too=True)
+            h.stage = "single" if singles else "pairs" if pairs else "converged"
+            if singles or pairs:
+                out.append((h, singles, pairs))
+        return out
+
+    def state(self, est: Estimator, memo: BoundMemo, n: int | None = None) -> list[dict[str, Any]]:
+        """The first ``n`` (default ``chains``) heads as JSON: architecture, utility, stage and
+        the moves it has left."""
+        out = []
+        for h in self.heads[: n or self.chains]:
+            singles, pairs = self.neighbourhood(h, est, memo)
+            h.stage = "single" if singles else "pairs" if pairs else "converged"
+            out.append({"architecture": dict(zip(self.keys, h.group)), "utility": round(h.utility, 6),
+                        "stage": h.stage, "moves_left": len(singles) + len(pairs)})
+        return out
+
+
+def _hashable(v: Any) -> Any:
+    return v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)
+
+
+def plan(cfg: Any, ev: Any, rng: np.random.Generator, k: int, settings: Mapping[str, Any], memo: BoundMemo,
+         knee_settings: Any) -> list[dict[str, Any]] | None:
+    """The ``k`` parameter sets of a knee-phase batch (module docstring); None when the front is
+    empty or every chain has converged and nothing else is left (the caller then plans a global
+    batch)."""
+    chains = Chains(cfg, ev, knee_settings.keys, max(1, knee_settings.candidates))
+    if not chains.heads:
+        return None
+    est = Estimator(cfg, ev, float(settings.get("ridge", 10.0)), bool(settings.get("logistic", False)), memo)
+    queues, moves = [], []
+    for _head, singles, pairs in chains.open_heads(est, memo):
+        q = _interleave(singles, pairs)
+        queues.append([len(moves) + i for i in range(len(q))])
+        moves += q
+    n_global = int(round(GLOBAL_SHARE * k))
+    out, seen = [], set()
+    for i in _turns(queues, len(moves)):
+        key = BoundMemo.key(moves[i])
+        if key not in seen:
+            seen.add(key)
+            out.append(moves[i])
+            if len(out) >= k - n_global:
+                break
+    if len(out) < k:
+        from dse.search.propose.guided import plan as global_plan
+        known = ev.known | seen
+        local = {**settings, "pool": min(int(settings.get("pool", 2000)), GLOBAL_POOL)}
+        extra = [q for q in global_plan(cfg, ev.trials, rng, k - len(out), local, memo, pending=out)
+                 if BoundMemo.key(q) not in known]
+        out += extra[: k - len(out)]
+    return out
+
+
+def _walls(parent: Mapping[str, Any], vs: list, ks: list, ok: np.ndarray) -> list[int]:
+    """The one-knob moves that are the first step beyond a wall of the closed form: for each knob,
+    the nearest value on either side of the parent's that the closed form rejects (its die
+    area, a link load) when every value between them is admitted (moves in ``variants`` order:
+    each knob's values ascending)."""
+    out, by = [], {}
+    for i, k in enumerate(ks):
+        by.setdefault(k, []).append(i)
+    for k, rows in by.items():
+        v0 = parent.get(k)
+        try:
+            below = [i for i in rows if vs[i][k] < v0][::-1]
+            above = [i for i in rows if vs[i][k] > v0]
+        except TypeError:                               # a categorical knob: no order, no wall
+            continue
+        for side in (below, above):
+            for i in side:
+                if not ok[i]:
+                    out.append(i)
+                    break
+    return out
+
+
+def _nearest(v0: Any, vs: list, rows: list[int], k: str, n: int) -> list[int]:
+    """The ``n`` values of knob ``k`` nearest ``v0`` on each side (rows of its one-knob moves)."""
+    below = sorted((j for j in rows if vs[j][k] < v0), key=lambda j: -vs[j][k])[:n]
+    above = sorted((j for j in rows if vs[j][k] > v0), key=lambda j: vs[j][k])[:n]
+    return below + above
+
+
+def _ordered(vs: list, rows: list[int], k: str) -> bool:
+    """Whether knob ``k``'s values compare (a numeric knob)."""
+    return all(isinstance(vs[j][k], (int, float)) and not isinstance(vs[j][k], bool) for j in rows)
+
+
+def _nearest_repairs(parent: Mapping[str, Any], vs: list, ks: list, owner: list[int], ok: np.ndarray) -> list[int]:
+    """Of the candidate pairs (index t: a wall step with the one-knob move ``owner[t]``), for
+    every knob and side of the parent's value, the admitted one nearest the parent's value."""
+    best: dict[tuple[str, bool], tuple[float, int]] = {}
+    for t, j in enumerate(owner):
+        if not ok[t]:
+            continue
+        k = ks[j]
+        d = float(vs[j][k]) - float(parent[k])
+        side = (k, d > 0)
+        if side not in best or abs(d) < best[side][0]:
+            best[side] = (abs(d), t)
+    return sorted(t for _, t in best.values())
+
+
+def _interleave(a: list, b: list) -> list:
+    """a[0], b[0], a[1], b[1], ... then the rest of the longer."""
+    out = []
+    for i in range(max(len(a), len(b))):
+        out += ([a[i]] if i < len(a) else []) + ([b[i]] if i < len(b) else [])
+    return out
+
+
+def _by_knob(rows: np.ndarray, gain: np.ndarray, knob: Sequence[str]) -> list[int]:
+    """``rows`` by estimated gain (ties: the lower row), the best move of each knob first."""
+    order = [int(i) for i in rows[np.lexsort((rows, -gain[rows]))]]
+    first, seen = [], set()
+    for i in order:
+        if knob[i] not in seen:
+            seen.add(knob[i])
+            first.append(i)
+    chosen = set(first)
+    return first + [i for i in order if i not in chosen]
+
+
+def _turns(queues: list[list[int]], k: int) -> list[int]:
+    """Up to ``k`` rows from the queues in turns top, second, top, third, ... (an empty queue's
+    turn passes on)."""
+    if not queues or k <= 0:
+        return []
+    turns = [0] + [x for q in range(1, len(queues)) for x in (q, 0)] if len(queues) > 1 else [0]
+    picked: list[int] = []
+    pos = [0] * len(queues)
+    t = 0
+    while len(picked) < k and any(pos[q] < len(queues[q]) for q in range(len(queues))):
+        q = turns[t % len(turns)]
+        t += 1
+        if pos[q] < len(queues[q]):
+            picked.append(queues[q][pos[q]])
+            pos[q] += 1
+    return picked
