@@ -177,7 +177,8 @@ def check(block: Block, cwd: Path, env: dict[str, str]) -> list[str]:
         elif not matches(c.expected, out):
             diff = list(difflib.unified_diff(c.expected, out.splitlines(), "shown", "printed", lineterm=""))
             more = f"\n  ... ({len(diff) - DIFF_LINES} more diff lines)" if len(diff) > DIFF_LINES else ""
-            failures.append(f"{where}\n" + "\n".join(diff[:DIFF_LINES]) + more)
+            note = "  (- shown, + printed; a shown `...` stands for any lines, so it shows in the diff)"
+            failures.append(f"{where}\n{note}\n" + "\n".join(diff[:DIFF_LINES]) + more)
     return failures
 
 
@@ -202,7 +203,7 @@ def test_console_examples_print_what_they_show(document, long, tmp_path):
     assert not failures, "\n\n".join(failures)
 
 
-def test_every_document_in_scope_has_an_example_or_none_to_check():
+def test_the_documents_in_scope_exist():
     """The documents listed exist, and the excluded ones still do (delete their line once in scope)."""
     for doc in [*DOCUMENTS, *EXCLUDED]:
         assert (ROOT / doc).is_file(), doc
