@@ -21,6 +21,10 @@ How an example is read:
 Blocks that run a study of minutes (``LONG``: the catalog and full studies) are marked ``long``.
 ``docs/guide/catalog.md`` is left out while it is rewritten (issue 48): to add it, delete its line
 from ``EXCLUDED``.
+
+To update a document after an intended change of output, print what its examples print today::
+
+    python tests/docs/test_examples.py README.md          # each command and its output, in order
 """
 from __future__ import annotations
 
@@ -227,3 +231,14 @@ def test_the_documents_in_scope_exist():
 ])
 def test_the_comparison(expected, printed, ok):
     assert matches(expected, printed) is ok
+
+
+if __name__ == "__main__":
+    import tempfile
+    for doc in sys.argv[1:] or DOCUMENTS:
+        with tempfile.TemporaryDirectory() as d:
+            cwd, env = workspace(Path(d)), environment()
+            for b in blocks(doc):
+                for c in b.commands:
+                    rc, out = run(c, cwd, env)
+                    print(f"# {doc}:{c.line} (exit {rc})\n$ {c.text}\n{out}", end="", flush=True)
