@@ -16,7 +16,8 @@ CI = ROOT / ".ci" / "run"
 README_MAX_LINES = 250
 SETUP_COMMANDS = (
     "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/dse run studies/quickstart.toml",
-    "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest -q -n auto -m \"not long\"",
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && "
+    ".venv/bin/python -m pytest -q -n auto -m \"not long\"",
 )
 PUBLIC_SEARCH = ("load_study", "run_study", "load_results")
 # Options .ci/run adds to the README's pytest command: no cache folder in the clone, and the
