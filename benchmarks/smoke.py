@@ -268,8 +268,18 @@ def measure(names: list[str], ops_per_point: float, slow: int = 1) -> dict[str, 
 
 
 def commit() -> str:
-    r = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else "unknown"
+    """The checkout's commit, "-dirty" when the package or this script differ from it; "unknown"
+    without git."""
+    git = ["git", "-C", str(ROOT)]
+    try:
+        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        dirty = subprocess.run([*git, "status", "--porcelain", "--", "dse", "benchmarks/smoke.py"],
+                               capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "unknown"
+    if head.returncode or not head.stdout.strip():
+        return "unknown"
+    return head.stdout.strip() + ("-dirty" if dirty else "")
 
 
 def set_floors(names: list[str], runs: int) -> None:
