@@ -189,6 +189,9 @@ def measure_plan() -> tuple[float, str]:
             s = run_study(cfg, jobs=1, evaluator=timed_eval, max_batches=PLAN_BATCHES)
         finally:
             guided.plan = plan
+    if not acc["plan"] or not acc["evals"]:
+        raise SystemExit("smoke.py: the guided sampler never called dse.search.propose.guided.plan (renamed? "
+                         "time the planner where it now is, in measure_plan)")
     r = plan_ratio(acc["eval"], acc["evals"], acc["plan"], s.new_trials)
     return r, (f"{s.new_trials} trials, {acc['evals']} evaluations: {acc['eval'] * 1e3 / acc['evals']:.1f} ms CPU per "
                f"evaluation, plan {acc['plan'] * 1e3 / s.new_trials:.1f} ms CPU per trial")
