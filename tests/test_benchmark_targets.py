@@ -68,16 +68,15 @@ def changed_since(commit: str, covers: list[str], root: Path = ROOT) -> list[str
 
 
 def still_true(target: dict, root: Path = ROOT) -> str:
-    """The table's last column for ``target``'s latest record: current, stale (and why) or unknown."""
+    """The table's last column for ``target``'s latest record: current, stale or unknown (one word:
+    a figure turns stale once, and the page is regenerated once for it)."""
     r = latest(target)
     changed = changed_since(r.get("commit", ""), target.get("covers", []), root)
     if changed is None:
         return "unknown"
     if not changed:
         return "current"
-    named = ", ".join(f"`{c}`" for c in changed[:3])
-    more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
-    return f"**stale**: {named}{more} changed since"
+    return "**stale**"      # which paths: `git log <commit>..HEAD -- <covers>` (the table says it once)
 
 
 def render(ts: list[dict], root: Path = ROOT) -> str:
@@ -185,7 +184,7 @@ def test_staleness_on_a_temporary_repository(tmp_path):
     assert changed_since(first, ["a", "b"], repo) == ["a"]            # a/x.py changed after the first
     assert changed_since(first, ["b"], repo) == []
     assert changed_since(second, ["a", "b"], repo) == []
-    assert still_true(target, repo) == "**stale**: `a` changed since"
+    assert still_true(target, repo) == "**stale**"
     assert still_true({**target, "covers": ["b"]}, repo) == "current"
     (repo / "b" / "y.py").write_text("3\n")                            # the work tree counts too
     assert changed_since(second, ["a", "b"], repo) == ["b"]
@@ -217,7 +216,7 @@ def test_the_table_says_stale_and_unknown(tmp_path):
           {"name": "t2", "benchmark": "b.py", "covers": ["a"],
            "record": [{"date": "2026-12-01", "when": "w", "figure": "2 s", "verdict": "met", "commit": "unknown"}]}]
     rows = render(ts, repo).splitlines()
-    assert rows[2].endswith("| met | **stale**: `a` changed since |")
+    assert rows[2].endswith("| met | **stale** |")
     assert rows[3].endswith("`unknown` | `b.py` | met | unknown |")
 
 
