@@ -30,6 +30,7 @@ def dse(*args: str) -> str:
     return r.stdout
 
 
+@pytest.mark.long                # seven commands in fresh processes (.ci/floors runs them too)
 @pytest.mark.parametrize("kind", ["sqlite", "journal"])
 def test_the_user_commands_run(tmp_path, kind):
     storage = f"sqlite:///{tmp_path / 'q.db'}" if kind == "sqlite" else f"journal:{tmp_path / 'q.log'}"
