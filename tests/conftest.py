@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -41,11 +42,16 @@ def postgres_url() -> str:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _hermetic_trace_cache(tmp_path_factory):
-    """Synthetic-trace disk cache in a per-session temp dir (never the user's ~/.cache);
-    subprocesses inherit it through the environment."""
+def _hermetic_trace_cache(tmp_path_factory, worker_id):
+    """Synthetic-trace disk cache in a per-run temp dir (never the user's ~/.cache), shared by the
+    run's xdist workers (the cache is written whole or not at all, for concurrent processes: a
+    trace one worker generated is read by the other, not generated again); subprocesses inherit
+    it through the environment."""
     old = os.environ.get("DSE_CACHE_DIR")
-    os.environ["DSE_CACHE_DIR"] = str(tmp_path_factory.mktemp("dse-cache"))
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if worker_id != "master" else base) / "dse-cache"   # xdist: gw0, gw1 share it
+    shared.mkdir(exist_ok=True)
+    os.environ["DSE_CACHE_DIR"] = str(shared)
     yield
     if old is None:
         os.environ.pop("DSE_CACHE_DIR", None)
@@ -54,10 +60,29 @@ def _hermetic_trace_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def worker_id(request) -> str:
+    """The xdist worker running this session ("gw0", "gw1", ...), or "master" without xdist (the
+    value of pytest-xdist's fixture of that name; here so that the suite runs without the plugin,
+    as .ci/floors runs it)."""
+    return getattr(request.config, "workerinput", {}).get("workerid", "master")
+
+
+@pytest.fixture(scope="session")
+def catalog_study(tmp_path_factory) -> Path:
+    """The three-model catalog study (tests.fixtures.write_catalog_study), run once per session by
+    `dse run` and shared by the review tests (`dse front --reference`, `dse explain` in-process)
+    and the CLI's (front, explain, plot, report of a reference design). Under xdist each worker
+    that runs one of its users runs it once, its traces shared through the trace cache."""
+    from dse.cli import main
+    from tests.fixtures import write_catalog_study
+    p = write_catalog_study(tmp_path_factory.mktemp("catalog"))
+    assert main(["run", str(p)]) == 0
+    return p
+
+
+@pytest.fixture(scope="session")
 def quickstart_study(tmp_path_factory) -> list[str]:
     """CLI arguments addressing a finished run of studies/quickstart.toml in a temp storage."""
-    from pathlib import Path
-
     from dse.search.execute.runner import run_study
     from dse.search.study.study import load_study
     study = str(Path(__file__).resolve().parent.parent / "studies" / "quickstart.toml")

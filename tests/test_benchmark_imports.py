@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-BENCHMARKS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("bench_*.py"))
+BENCHMARKS = sorted([*(Path(__file__).resolve().parents[1] / "benchmarks").glob("bench_*.py"),
+                     Path(__file__).resolve().parents[1] / "benchmarks" / "smoke.py"])
 
 
 def _dse_imports(path: Path) -> list[tuple[str, str, int]]:

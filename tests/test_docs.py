@@ -16,12 +16,15 @@ CI = ROOT / ".ci" / "run"
 README_MAX_LINES = 250
 SETUP_COMMANDS = (
     "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/dse run studies/quickstart.toml",
-    "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest -q",
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && "
+    ".venv/bin/python -m pytest -q -n auto -m \"not long\"",
 )
 PUBLIC_SEARCH = ("load_study", "run_study", "load_results")
 # Options .ci/run adds to the README's pytest command: no cache folder in the clone, and the
 # caller's extra arguments.
 CI_ONLY_PYTEST_ARGS = ("-p", "no:cacheprovider", "${PYTEST_ARGS:-}")
+# Options of the README's command that .ci/run leaves out: the hourly run deselects the `long` tests.
+README_ONLY_PYTEST_ARGS = ("-m", '"not long"')
 
 
 def nav_files(text: str) -> list[str]:
@@ -118,10 +121,14 @@ def test_readme_links_into_the_docs_resolve():
 
 
 def test_readme_test_command_is_the_one_ci_runs():
+    """.ci/run runs the README's command with the `long` tests back in, and its own options."""
     readme = pytest_argv(readme_test_command(README.read_text()))
+    i = len(readme) - len(README_ONLY_PYTEST_ARGS)
+    assert tuple(readme[i:]) == README_ONLY_PYTEST_ARGS, readme
+    every = readme[:i]
     ci = pytest_argv(ci_test_command(CI.read_text()))
-    extra = [w for w in ci if w not in readme]
-    assert ci[:len(readme)] == readme, (readme, ci)
+    extra = [w for w in ci if w not in every]
+    assert ci[:len(every)] == every, (every, ci)
     assert tuple(extra) == CI_ONLY_PYTEST_ARGS, extra
 
 

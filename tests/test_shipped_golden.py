@@ -34,6 +34,8 @@ def run_dse(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 GOLDEN = ROOT / "tests" / "golden" / "shipped"
 STUDIES = sorted(p.stem for p in (ROOT / "studies").glob("*.toml"))
+# minutes each (480 guided trials; 100,800 grid points): CI only (`long`), the others every hour
+LONG_STUDIES = {"catalog", "full", "full-multifidelity", "ground-truth"}
 
 
 def outputs(study: str, work: Path) -> dict[str, str]:
@@ -52,7 +54,8 @@ def outputs(study: str, work: Path) -> dict[str, str]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)          # studies/catalog.toml: 480 trials on three models at --jobs 1
-@pytest.mark.parametrize("study", STUDIES)
+@pytest.mark.parametrize("study", [pytest.param(s, marks=pytest.mark.long) if s in LONG_STUDIES else s
+                                   for s in STUDIES])
 def test_shipped_study_outputs_match_golden(study, tmp_path):
     got = outputs(study, tmp_path)
     for name, text in got.items():

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures import LATENCY_POWER_OBJECTIVES, SILICON36_SPACE, run_dse, write_catalog_study, write_study
+from tests.fixtures import LATENCY_POWER_OBJECTIVES, SILICON36_SPACE, run_dse, write_study
 from tests.workload.dumps import dumps4  # noqa: F401 (a fixture: four single-request router dumps, for test_trace)
 
 
@@ -20,14 +20,4 @@ def study(tmp_path_factory) -> Path:
     assert r.returncode == 0, r.stderr
     assert "study st: 24/24 trials finished" in r.stdout
     assert (d / "results" / "st.db").exists()                 # beside the study file, not in the cwd
-    return p
-
-
-@pytest.fixture(scope="package")
-def catalog_study(tmp_path_factory) -> Path:
-    """The three-model catalog study (tests.fixtures.write_catalog_study), run once: `dse front
-    --reference`, `dse explain`, `dse plot` and `dse report` of a reference design."""
-    from dse.cli import main
-    p = write_catalog_study(tmp_path_factory.mktemp("catalog"))
-    assert main(["run", str(p)]) == 0
     return p

@@ -29,7 +29,7 @@ import pytest
 from dse.search.storage.stored import is_scored
 from tests.fixtures import write_distributed_study
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.long]   # a server stopped and restarted
 
 class Server:
     """A throw-away PostgreSQL cluster in a temp dir (run as `postgres` when we are root)."""

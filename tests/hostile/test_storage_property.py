@@ -156,6 +156,7 @@ def world(tmp_path_factory):
     return w, build_world(w)
 
 
+@pytest.mark.long                # the generated targets through four commands: about a minute
 def test_generated_storage_targets_are_refused_in_one_line(world):
     w, study = world
     seen: list[str] = []

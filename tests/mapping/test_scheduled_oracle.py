@@ -96,6 +96,7 @@ def oracle_of(p: DesignPoint, m: dict) -> float:
                                m["dies"] * m["die_active_units"], p.run_batch)
 
 
+@pytest.mark.long                # 300 designs against the plain-Python oracle: about a minute
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(designs)
 def test_pipeline_equals_oracle(knobs):

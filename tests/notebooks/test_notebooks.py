@@ -66,3 +66,18 @@ def test_reproduction_notebook():
     assert state["statuses"] == dict(Counter(r.status for r in reproduce()))
     assert state["sides"] == ["side 2", "side 4", "side 6", "side 8"]
     assert all(0 < occ <= 1 for occ in state["occupancy"])
+
+
+def test_the_docs_site_executes_every_notebook():
+    """The site shows each notebook with today's outputs: docs/notebooks/ links to every notebook,
+    the navigation lists it, and mkdocs-jupyter executes it on every build (no cache) and fails the
+    build on an error (`mkdocs build --strict` in .ci/run)."""
+    root = NOTEBOOKS.parent
+    cfg = (root / "mkdocs.yml").read_text()
+    plugin = cfg.split("- mkdocs-jupyter:", 1)[1].split("\n  - ", 1)[0]
+    for key in ("execute: true", "cache: false", "allow_errors: false"):
+        assert key in plugin, f"mkdocs.yml: mkdocs-jupyter needs {key}"
+    for nb in NOTEBOOKS.glob("*.ipynb"):
+        link = root / "docs" / "notebooks" / nb.name
+        assert link.is_symlink() and link.resolve() == nb.resolve(), f"{link} must link to {nb}"
+        assert f"notebooks/{nb.name}" in cfg.split("\nnav:", 1)[1], f"{nb.name} is not in the navigation"

@@ -54,7 +54,8 @@ def test_a_rounding_pass_stays_a_pass():
     assert summary([r])["by_evidence"][r.evidence] == {"pass": 1, "miss": 0}
 
 
-def test_misses_lists_misses_only(capsys):
+def test_misses_lists_misses_only(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")     # entry names whole (the table fits the terminal: an xdist worker's is 80)
     rc, out, _ = run_cli(capsys, "reproduce", "--misses", "--only", "latency_35b")
     assert rc == 0 and "h100_dies_iso_compute" not in out and "rexpert_us_b8" not in out
     rc, out, _ = run_cli(capsys, "reproduce", "--misses", "--only", "ablations_35b.fetch")

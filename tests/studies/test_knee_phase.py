@@ -20,7 +20,7 @@ def study(tmp_path: Path, search: str, name: str = "kp", trials: int = 48, sampl
     """A study of the quickstart space (batches of 8, seed 3) with ``[search]`` lines ``search``
     and extra ``[sampler]`` lines ``settings``."""
     p = tmp_path / f"{name}.toml"
-    p.write_text(f'[study]\nname = "{name}"\nspace = "{ROOT}/spaces/quickstart.toml"\n'
+    p.write_text(f'[study]\nname = "{name}"\nspace = "{ROOT}/spaces/depth-width.toml"\n'
                  f'objectives = "{ROOT}/objectives/{objectives}"\ntrials = {trials}\nbatch = 8\nseed = 3\n'
                  f'[sampler]\nname = "{sampler}"\npool = 300\n{settings}\n[search]\n{search}\n'
                  f'[workload]\nmodels = ["qwen3.5-35b-a3b"]\n')

@@ -38,7 +38,7 @@ def test_front_figure_and_parallel_coordinates(quickstart_study, tmp_path):
     fig = sp.front_figure(res)
     ax = fig.axes[0]
     assert "lower is better" in ax.get_xlabel() and "(min)" not in ax.get_xlabel()
-    assert ax.get_xlabel().startswith("delivered latency (us/token)")
+    assert ax.get_xlabel().startswith("scheduled latency (us/token)")
     texts = [t.get_text() for t in ax.texts]
     assert any(t.startswith(f"knee: trial {res.knee().number}") for t in texts)   # knee labelled
     assert str(len(res.complete)) in fig._suptitle.get_text()

@@ -64,6 +64,7 @@ def _entries_whole(cache: Path, want: np.ndarray) -> list[str]:
     return bad
 
 
+@pytest.mark.long                # 20 child processes per fault
 @pytest.mark.skipif(compiler() is None, reason="no C compiler for the ENOSPC fault library")
 @pytest.mark.parametrize("fault", ["ENOSPC", "EFBIG"])
 def test_a_full_disk_never_leaves_a_half_cache_entry(fault, tmp_path):

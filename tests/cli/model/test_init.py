@@ -56,6 +56,7 @@ def test_setup_py_copies_what_dse_init_copies():
 
 
 @pytest.mark.slow
+@pytest.mark.long                # builds a wheel and installs it in a new venv
 def test_a_wheel_carries_the_examples_and_init_then_run_work_from_it(tmp_path):
     """`pip wheel --no-deps .` (from a copy of the sources), the wheel's files, then `dse init demo`
     and `dse run demo/studies/quickstart.toml` in an empty folder with the wheel's package."""

@@ -21,7 +21,7 @@ from dse.search.study.study import load_study  # noqa: E402
 ROOT = Path(__file__).resolve().parents[3]
 STUDY = """
 [study]
-space = "{root}/spaces/quickstart.toml"
+space = "{root}/spaces/depth-width.toml"
 objectives = "{root}/objectives/latency-silicon.toml"
 trials = 24
 seed = 3

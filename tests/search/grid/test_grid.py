@@ -99,7 +99,7 @@ def _dse(*args, cwd=ROOT):
 
 
 def test_cli_json_has_the_front_shape_and_refuses_trace_driven_inputs(tmp_path):
-    r = _dse("grid", "spaces/quickstart.toml", "--json", "-o", str(tmp_path / "t.parquet"))
+    r = _dse("grid", "spaces/depth-width.toml", "--json", "-o", str(tmp_path / "t.parquet"))
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["points"] == out["n_trials"] == 700 and out["points_per_s"] > 0 and out["seconds"] > 0
@@ -111,7 +111,7 @@ def test_cli_json_has_the_front_shape_and_refuses_trace_driven_inputs(tmp_path):
     t = pq.read_table(tmp_path / "t.parquet")
     assert t.num_rows == 700 and "m.die_area_mm2" in t.column_names and "p.array_depth" in t.column_names
     for args, what in ((("spaces/full.toml",), "params.placement: a trace-driven knob"),
-                       (("spaces/quickstart.toml", "--objectives", "objectives/full.toml"),
+                       (("spaces/depth-width.toml", "--objectives", "objectives/full.toml"),
                         "is trace-driven; `dse grid` evaluates the closed form only")):
         r = _dse("grid", *args)
         assert r.returncode == 2 and what in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
@@ -119,11 +119,11 @@ def test_cli_json_has_the_front_shape_and_refuses_trace_driven_inputs(tmp_path):
 
 def test_cli_checkpoint_is_removed_when_done_and_refused_with_a_table(tmp_path):
     ck = tmp_path / "q.ckpt.npz"
-    plain = json.loads(_dse("grid", "spaces/quickstart.toml", "--json").stdout)
-    r = _dse("grid", "spaces/quickstart.toml", "--json", "--checkpoint", str(ck))
+    plain = json.loads(_dse("grid", "spaces/depth-width.toml", "--json").stdout)
+    r = _dse("grid", "spaces/depth-width.toml", "--json", "--checkpoint", str(ck))
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert not ck.exists() and [e["trial"] for e in out["front"]] == [e["trial"] for e in plain["front"]]
-    r = _dse("grid", "spaces/quickstart.toml", "--checkpoint", str(ck), "-o", str(tmp_path / "t.parquet"))
+    r = _dse("grid", "spaces/depth-width.toml", "--checkpoint", str(ck), "-o", str(tmp_path / "t.parquet"))
     assert r.returncode == 2 and "a parquet table cannot be resumed" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -22,6 +22,7 @@ def work(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.long                # a study stopped at every fault point: a child process each
 @pytest.mark.skipif(compiler() is None, reason="no C compiler for the ENOSPC fault library")
 @pytest.mark.parametrize("backend", ["sqlite", "journal"])
 def test_a_full_disk_stops_the_study_in_one_line_and_loses_nothing(backend, work):

@@ -20,7 +20,7 @@ from tests.fixtures import LATENCY_POWER_OBJECTIVES
 
 ROOT = Path(__file__).resolve().parents[3]
 STUDY = """[study]
-space = "{root}/spaces/quickstart.toml"
+space = "{root}/spaces/depth-width.toml"
 objectives = "{root}/objectives/{objectives}.toml"
 trials = 4
 [workload]
