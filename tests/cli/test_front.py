@@ -77,15 +77,17 @@ def test_front_shows_knee_candidates(quickstart_study, capsys, monkeypatch):
     assert len(json.loads(capsys.readouterr().out)["knee_candidates"]["candidates"]) == 1
     assert main(["front", *quickstart_study]) == 0
     out = capsys.readouterr().out
-    verdict = "knee choice ambiguous" if kc["ambiguous"] else "knee choice clear"
-    assert f"1. trial {top['trial']} (score" in out and verdict in out
+    word = d["knee_verdict"]                                    # one verdict (dse/search/propose/knee/verdict.py)
+    assert word in ("clear", "ambiguous", "not settled") and (word == "ambiguous") is kc["ambiguous"]
+    assert f"1. trial {top['trial']} (score" in out and f"knee {word}: " in out
+    assert out.count("knee clear") + out.count("knee ambiguous") + out.count("knee not settled") == 1
     from dse.search.front import knee
     monkeypatch.setattr(knee, "AMBIGUOUS_MARGIN", -1.0)        # every margin clears it
     assert main(["front", *quickstart_study]) == 0
-    assert "knee choice clear" in capsys.readouterr().out
+    assert "knee ambiguous" not in capsys.readouterr().out
     monkeypatch.setattr(knee, "AMBIGUOUS_MARGIN", 10.0)
     assert main(["front", *quickstart_study]) == 0
-    assert "knee choice ambiguous" in capsys.readouterr().out
+    assert "knee ambiguous: " in capsys.readouterr().out
 
 
 def test_front_shows_the_best_design_and_the_depth_of_each_architecture(quickstart_study, capsys):
