@@ -11,7 +11,7 @@ import numpy as np
 
 from dse.catalog import get_gpu, gpus
 from dse.constants import C
-from dse.hardware import area, core, cost, die, network, node, package, power, unit
+from dse.hardware import area, clock, core, cost, die, network, node, package, power, unit
 from dse.units import BITS_PER_GB, NS_PER_US
 from dse.vector.columns import Columns, categories
 from dse.vector.groups import memo, per_key
@@ -174,6 +174,9 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
     cm_bits, noc_bits = c["core_mesh_link_bits"], c["die_noc_link_bits"]
     gx, gy = x["gx"], x["gy"]
     ghz = c["noc_ghz"]
+    # one Clock per clock column: its supply solved once for every factor that prices it
+    mac, pe = clock.Clock(c["macro_mhz"], C.ref_macro_mhz), clock.Clock(c["pe_mhz"], C.ref_pe_mhz)
+    noc = clock.Clock(ghz, C.ref_noc_ghz)
     core_mesh = per_key(lambda s, a, b, r, bits, f: _core_mesh_mm2(s, a, b, rem[r], bits, f), *geometry_keys(c),
                         cm_bits, ghz)
     die_noc = per_key(_die_noc_mm2, gx, gy, noc_bits, side, ux, uy, ghz)
@@ -181,8 +184,8 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
     parts_mm2 = {
         "reram_area_mm2": area.reram_area_mm2(x["die_cap"]),
         "read_periphery_area_mm2": area.read_periphery_mm2(x["units"], c["n_macros"], c["macro_width_bits"],
-                                                           c["macro_mhz"]),
-        "pe_area_mm2": area.pe_area_mm2(x["units"], w, c["pe_mhz"]),
+                                                           mac),
+        "pe_area_mm2": area.pe_area_mm2(x["units"], w, pe),
         "fetch_buffer_area_mm2": area.fetch_buffer_mm2(x["n_cores"], queue, w, M.hidden[c["model"]]),
         "group_share_area_mm2": area.group_share_mm2(x["n_cores"], c["pe_groups_per_core"], x["upc"],
                                                      c["n_macros"] * c["macro_width_bits"]),
@@ -196,11 +199,11 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
     unit_hops = x["units"] * x["u_io"] * BITS_PER_GB * np.maximum(0, side - 1)   # = network.unit_io_bit_hops_per_s
     noc_hops = network.link_loads_bit_hops_per_s([x["die_noc_bytes"]], tl)
     parts_w = {
-        "reram_power_w": power.reram_power_w(x["die_bw"], read_activity, c["macro_mhz"]),
-        "pe_power_w": power.pe_power_w(x["die_fl"], mfu, c["pe_mhz"]),
+        "reram_power_w": power.reram_power_w(x["die_bw"], read_activity, mac),
+        "pe_power_w": power.pe_power_w(x["die_fl"], mfu, pe),
         "core_mesh_power_w": network.fabric_power_w(core_mesh, network.core_mesh_bit_hops_per_s(stream_hops, unit_hops),
-                                                    ghz),
-        "die_noc_power_w": network.fabric_power_w(die_noc, noc_hops, ghz),
+                                                    noc),
+        "die_noc_power_w": network.fabric_power_w(die_noc, noc_hops, noc),
         "d2d_io_power_w": network.d2d_io_power_w(c["d2d_gbps_per_die"], c["node_gbps"]),
     }
     die_area = sum(parts_mm2.values())
