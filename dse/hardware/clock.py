@@ -41,7 +41,7 @@ from dse.constants import C
 # 82 % of the catalog study's planner and 86 % of a `dse grid` (issues 48, 49).
 TABLE_POINTS = 4097          # interpolation error ~1e-8 V; one Newton step takes it to ~1e-16 V
 
-_TABLES: dict[tuple[float, ...], tuple[np.ndarray, np.ndarray]] = {}
+_TABLES: dict[tuple[float, ...], _Table] = {}
 
 
 def _out(x):
@@ -60,16 +60,46 @@ def clock_ratio_at(v: float | np.ndarray) -> float | np.ndarray:
     return float(r) if np.ndim(r) == 0 else r
 
 
-def _table() -> tuple[np.ndarray, np.ndarray]:
-    """(clock ratios, supplies) of the law at the current constants, ``TABLE_POINTS`` supplies
-    from V_min to V_max (a constants override, e.g. a model-uncertainty draw, gets its own)."""
+class _Table:
+    """The law tabulated: ``TABLE_POINTS`` supplies ``v`` from V_min to V_max and their clock ratios
+    ``r`` (increasing), read by ``interp``: ``np.interp(x, r, v)`` to the last bit, with the
+    interval of x found through buckets of equal width in r (a few gathers) instead of a binary
+    search per value (the search was most of a clock column's price)."""
+
+    def __init__(self, v: np.ndarray) -> None:
+        r = np.asarray(clock_ratio_at(v))
+        self.r, self.v = r, v
+        self.slope = np.append((v[1:] - v[:-1]) / (r[1:] - r[:-1]), 0.0)   # as np.interp computes them
+        self.width = float(np.min(np.diff(r))) / 2          # a bucket holds at most one table point
+        self.lo = r[0]
+        buckets = int(np.ceil((r[-1] - r[0]) / self.width)) + 2
+        edges = r[0] + (np.arange(buckets) - 1) * self.width  # each bucket's left edge, one bucket back
+        self.first = np.clip(np.searchsorted(r, edges, side="right") - 1, 0, len(r) - 1)
+        self.r_pad = np.append(r, [np.inf, np.inf])
+
+    def interp(self, x: np.ndarray) -> np.ndarray:
+        """``np.interp(x, self.r, self.v)``, bit for bit (finite, infinite and NaN x)."""
+        x = np.asarray(x, dtype=float)
+        b = np.fmin(np.fmax((x - self.lo) / self.width, 0.0), len(self.first) - 1.0)   # NaN -> bucket 0
+        j = np.take(self.first, b.astype(np.intp))
+        j = j + (np.take(self.r_pad, j + 1) <= x)             # at most two table points past the bucket's
+        j = j + (np.take(self.r_pad, j + 1) <= x)
+        j = np.minimum(j, len(self.r) - 1)
+        with np.errstate(invalid="ignore"):               # 0 x inf past the last point: replaced below
+            y = np.take(self.slope, j) * (x - np.take(self.r, j)) + np.take(self.v, j)
+        y = np.where(x < self.r[0], self.v[0], y)
+        return np.where(x >= self.r[-1], self.v[-1], y)
+
+
+def _table() -> _Table:
+    """The law tabulated at the current constants (a constants override, e.g. a model-uncertainty
+    draw, gets its own)."""
     key = (float(C.vth_v), float(C.alpha_power), float(C.vdd_min_v), float(C.vdd_max_v), float(C.vdd_nominal_v))
     hit = _TABLES.get(key)
     if hit is None:
         if len(_TABLES) >= 64:
             _TABLES.clear()
-        v = np.linspace(key[2], key[3], TABLE_POINTS)
-        hit = _TABLES[key] = (np.asarray(clock_ratio_at(v)), v)
+        hit = _TABLES[key] = _Table(np.linspace(key[2], key[3], TABLE_POINTS))
     return hit
 
 
@@ -77,8 +107,7 @@ def _solve_v(ratio: np.ndarray) -> np.ndarray:
     """The supply at which logic runs ``ratio`` x its clock at V_nom, clamped to [V_min, V_max]:
     the table's interpolation, then one Newton step on (V - Vt)^alpha / V = ratio x its value at
     V_nom (within 1e-15 V of the exact root; ``tests/hardware/test_clock.py``)."""
-    r_tab, v_tab = _table()
-    v = np.interp(ratio, r_tab, v_tab)
+    v = _table().interp(ratio)
     g = np.asarray(clock_ratio_at(v))
     dg = g * (C.alpha_power / (v - C.vth_v) - 1.0 / v)     # d/dV of the ratio
     return np.clip(v - (g - ratio) / dg, C.vdd_min_v, C.vdd_max_v)

@@ -14,7 +14,7 @@ from dse.constants import C
 from dse.hardware import area, clock, core, cost, die, network, node, package, power, unit
 from dse.units import BITS_PER_GB, NS_PER_US
 from dse.vector.columns import Columns, categories
-from dse.vector.groups import memo, per_key
+from dse.vector.groups import folded, lookup, memo, per_key
 from dse.vector.structure import Models, geometry_keys
 from dse.vector.table import Table
 
@@ -102,7 +102,7 @@ def _core_mesh(c: Columns, t: Table, x: dict, ran: np.ndarray, core_link: np.nda
 def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
     """Stage 40: per-level demand against provision, round stretch."""
     B, tl, mi = c["batch"], x["t_layer"], x["mi"]
-    d = M.hidden[mi]
+    d = lookup(M.hidden, mi)
     act_b, psum_b = C.act_bytes_per_element, C.psum_bytes_per_element
     core_link = core.link_gbps(c["core_mesh_link_bits"], c["noc_ghz"])
     noc_link = core.link_gbps(c["die_noc_link_bits"], c["noc_ghz"])
@@ -123,7 +123,7 @@ def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
     _level(t, ran, "die_noc", busiest, noc_link, x)
     x["die_noc_bytes"] = all_b
 
-    per_layer = M.experts[mi] + M.shared[mi]
+    per_layer = lookup(M.experts, mi) + lookup(M.shared, mi)
     span = per_key(package.layer_die_span, x["tp"], per_layer, x["units"])
     dpp = c["dies_per_package"]
     d2d_bpt, node_bpt = per_key(
@@ -174,9 +174,10 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
     cm_bits, noc_bits = c["core_mesh_link_bits"], c["die_noc_link_bits"]
     gx, gy = x["gx"], x["gy"]
     ghz = c["noc_ghz"]
-    # one Clock per clock column: its supply solved once for every factor that prices it
-    mac, pe = clock.Clock(c["macro_mhz"], C.ref_macro_mhz), clock.Clock(c["pe_mhz"], C.ref_pe_mhz)
-    noc = clock.Clock(ghz, C.ref_noc_ghz)
+    # one Clock per clock column: its supply solved once for every factor that prices it (once in
+    # all for a column holding one value)
+    mac, pe = clock.Clock(folded(c["macro_mhz"]), C.ref_macro_mhz), clock.Clock(folded(c["pe_mhz"]), C.ref_pe_mhz)
+    noc = clock.Clock(folded(ghz), C.ref_noc_ghz)
     core_mesh = per_key(lambda s, a, b, r, bits, f: _core_mesh_mm2(s, a, b, rem[r], bits, f), *geometry_keys(c),
                         cm_bits, ghz)
     die_noc = per_key(_die_noc_mm2, gx, gy, noc_bits, side, ux, uy, ghz)
@@ -186,7 +187,7 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
         "read_periphery_area_mm2": area.read_periphery_mm2(x["units"], c["n_macros"], c["macro_width_bits"],
                                                            mac),
         "pe_area_mm2": area.pe_area_mm2(x["units"], w, pe),
-        "fetch_buffer_area_mm2": area.fetch_buffer_mm2(x["n_cores"], queue, w, M.hidden[c["model"]]),
+        "fetch_buffer_area_mm2": area.fetch_buffer_mm2(x["n_cores"], queue, w, lookup(M.hidden, c["model"])),
         "group_share_area_mm2": area.group_share_mm2(x["n_cores"], c["pe_groups_per_core"], x["upc"],
                                                      c["n_macros"] * c["macro_width_bits"]),
         "core_mesh_area_mm2": core_mesh,

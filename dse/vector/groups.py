@@ -66,10 +66,9 @@ def _factorize(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = int(col.min()), int(col.max())
         if hi - lo < SMALL_RANGE:
             off = col.astype(np.int64) - lo
-            seen = np.zeros(hi - lo + 1, dtype=bool)
-            seen[off] = True
+            seen = np.bincount(off, minlength=hi - lo + 1) > 0
             lut = np.cumsum(seen) - 1
-            return np.flatnonzero(seen) + lo, lut[off]
+            return np.flatnonzero(seen) + lo, np.take(lut, off)
     uniq, inv = np.unique(col, return_inverse=True)
     return uniq, inv.reshape(-1)
 
@@ -106,6 +105,21 @@ def is_constant(col: Any) -> bool:
     (``Columns``' defaults, ``Table.put`` of one value); checked in O(1), not by reading it."""
     a = np.asarray(col)
     return a.ndim == 0 or (a.ndim == 1 and (len(a) <= 1 or a.strides[0] == 0))
+
+
+def folded(col: np.ndarray) -> np.ndarray:
+    """A constant column as one 0-d value (arithmetic on it then costs one operation, not one
+    per row; broadcasting restores the rows), any other column as it is."""
+    return np.asarray(col).reshape(-1)[0] if is_constant(col) and np.size(col) else col
+
+
+def lookup(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``values[codes]`` (a per-model or per-GPU table read per row): one ``np.take``, or a
+    broadcast view when every row holds the same code."""
+    values = np.asarray(values)
+    if is_constant(codes) and np.ndim(codes):
+        return np.broadcast_to(values[np.asarray(codes).reshape(-1)[:1]], np.shape(codes))
+    return np.take(values, codes)
 
 
 def _first(col: Any) -> Any:

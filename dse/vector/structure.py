@@ -19,7 +19,7 @@ from dse.mapping import sharding
 from dse.performance import balance, baselines, energy, latency, serving
 from dse.units import BYTES_PER_GB, BYTES_PER_MB, FLOPS_PER_GFLOP, GB_PER_PB, GB_PER_TB, GIB, MIB
 from dse.vector.columns import Columns, categories
-from dse.vector.groups import memo, per_key
+from dse.vector.groups import lookup, memo, per_key
 from dse.vector.table import Table
 from dse.workload.union import union_closed_form
 
@@ -114,7 +114,7 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     t.put("roofline_cap", np.minimum(1.0, 2.0 * w / bal))          # = unit.roofline_cap
     t.put("chunk_columns", cc)
     t.put("chunks_per_expert", nc)
-    t.put("ffn_weight_gib", M.weight_bytes[mi] / GIB)
+    t.put("ffn_weight_gib", lookup(M.weight_bytes, mi) / GIB)
     for lvl in ("unit", "core", "die", "package", "node"):
         t.put(f"{lvl}_capacity_mib", caps[lvl] / MIB)
         t.put(f"{lvl}_read_gbps", np.asarray(bws[lvl], dtype=float))
@@ -126,7 +126,7 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
         g_col = c["pe_groups_per_core"]
         t.infeasible(groups_bad, lambda i: f"pe_groups_per_core {g_col[i]} exceeds units per core {upc[i]}")
     if not ok.all():
-        hid, dep = M.hidden[mi], c["array_depth"]
+        hid, dep = lookup(M.hidden, mi), c["array_depth"]
         t.infeasible(~ok, lambda i: f"chunk of {cc[i]} columns (3 x d = 3 x {hid[i]}) exceeds array_depth {dep[i]}")
     dies_cap = per_key(lambda m, n_units, dep: sharding.dies_by_capacity(
         int(M.weight_bytes[m]), die.die_capacity_bytes(n_units, unit.unit_capacity_bytes(dep))),
@@ -162,7 +162,7 @@ def routing(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
 def performance(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
     """Stage 30: t_layer, per-token latency, energy, GPU baselines, AF serving."""
     mi, B, u, dies = x["mi"], c["batch"], x["union"], x["dies"]
-    layers, eb, rb, k = M.layers[mi], M.expert_bytes[mi], M.router_bytes[mi], M.top_k[mi]
+    layers, eb, rb, k = (lookup(a, mi) for a in (M.layers, M.expert_bytes, M.router_bytes, M.top_k))
     t_layer = latency.t_layer_us(x["d_used"], x["t_col"])
     tok_bytes = latency.weight_bytes_per_token(latency.weight_bytes_per_step(layers, u, eb, rb), B)
     pool_bw = dies * x["die_bw"]
@@ -193,12 +193,12 @@ def gpu_baselines(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
         put(f"{key}_dies_iso_compute", n_c)
         put(f"{key}_dies_iso_bandwidth", baselines.gpus_iso_bandwidth(pool_bw * BYTES_PER_GB, g.read_bps))
         # per model, then looked up per row (elementwise: the same values)
-        put(f"{key}_dies_iso_capacity", baselines.gpus_iso_capacity(M.weight_bytes, g.capacity_gib * GIB)[mi])
+        put(f"{key}_dies_iso_capacity", lookup(baselines.gpus_iso_capacity(M.weight_bytes, g.capacity_gib * GIB), mi))
         put(f"{key}_us_per_token", t_g)
         put(f"speedup_vs_{key}", t_g / t_ffn)
         put(f"{key}_weight_energy_uj_per_token", energy.energy_uj(tok_bytes, g.hbm_pj_per_byte))
         put(f"{key}_flop_per_byte", fpb)
-        put(f"{key}_knee_batch", np.asarray(balance.knee_batch(fpb, M.experts, M.top_k), dtype=float)[mi])
+        put(f"{key}_knee_batch", lookup(np.asarray(balance.knee_batch(fpb, M.experts, M.top_k), dtype=float), mi))
         put(f"{key}_pool_power_w_iso_compute", n_c * g.board_power_w)
         gpu_t[key] = (n_c, t_g)
     x["gpu"] = gpu_t
@@ -206,17 +206,17 @@ def gpu_baselines(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
 
 def af_serving(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
     """Stage 30, continued: attention-FFN disaggregated serving (models with an attention shape)."""
-    _af_serving(c, M, t, x, ran & M.attention[x["mi"]])
+    _af_serving(c, M, t, x, ran & lookup(M.attention, x["mi"]))
 
 
 def _af_serving(c: Columns, M: Models, t: Table, x: dict, rows: np.ndarray) -> None:
     mi, B, t_ffn = x["mi"], c["batch"], x["t_ffn"]
     keys = categories("attn_gpu")
     ag = c["attn_gpu"]
-    flops = np.array([get_gpu(k).flops for k in keys])[ag]
-    read = np.array([get_gpu(k).read_bps for k in keys])[ag]
+    flops = lookup([get_gpu(k).flops for k in keys], ag)
+    read = lookup([get_gpu(k).read_bps for k in keys], ag)
     n_att = baselines.gpus_iso_compute(x["pool_gflops"] * FLOPS_PER_GFLOP, flops)
-    t_att = serving.t_attn_us(c["context"], B, M.kv_bytes[mi], M.non_expert_bytes[mi], n_att * read)
+    t_att = serving.t_attn_us(c["context"], B, lookup(M.kv_bytes, mi), lookup(M.non_expert_bytes, mi), n_att * read)
     t_gpu = np.zeros(c.n)
     for j, key in enumerate(keys):
         if key in x["gpu"]:
