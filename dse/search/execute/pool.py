@@ -322,6 +322,35 @@ def quick_dispatch(enabled: bool = True) -> Iterator[None]:
         sys.setswitchinterval(before)
 
 
+def evaluate_all(fn: Evaluator, tasks: Sequence[tuple[Mapping[str, Any], Sequence[str]]], jobs: int) -> list[dict]:
+    """``fn(design, models)`` of every task, in task order, on an affinity pool of ``jobs`` slots
+    (``make_pool``: loky workers, each scheduling domain on one of them, which exit with this
+    process and are stopped at its exit; this process evaluates too). The re-evaluations of
+    ``dse front --robust`` and ``dse report --robust`` run here. A failed evaluation stops them
+    with its error line."""
+    from dse.errors import DSEError
+    from dse.search.execute.warm import domain_key
+    pool = make_pool(jobs, affinity=True)
+    try:
+        handles = [pool.submit(fn, d, m, group=domain_key(d)) for d, m in tasks]
+        outcomes = [pool.result(h) for h in handles]
+    finally:
+        pool.close()
+    for o in outcomes:
+        if not o.ok:
+            raise DSEError(f"a re-evaluated design failed: {o.error}")
+    return [o.metrics for o in outcomes]
+
+
+def run_many(jobs: int):
+    """``evaluate_all`` on ``jobs`` slots as a ``run_many(fn, tasks)`` callable (None for one job:
+    the caller evaluates in its own process)."""
+    if jobs == 1:
+        return None
+    import functools
+    return functools.partial(evaluate_all, jobs=jobs)
+
+
 def make_pool(jobs: int, backend: str = "loky", scheduler: str | None = None, affinity: bool = False):
     """The evaluation pool of a run: loky processes (``EvaluationPool``, ``affinity`` as there)
     or a dask.distributed cluster (``dask_pool.DaskPool``, same interface)."""

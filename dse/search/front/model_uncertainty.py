@@ -16,7 +16,7 @@ from typing import Any
 
 from dse.constants import C
 from dse.pipeline.uncertainty import draws, unknowns
-from dse.search.front.robust import RobustKnees, Variant, robust_knees
+from dse.search.front.robust import RobustKnees, RunMany, Variant, robust_knees
 
 CONSTANTS_KEY = "__model_constants__"
 
@@ -57,9 +57,9 @@ class ModelUncertaintyKnees(RobustKnees):
         return out
 
 
-def model_uncertainty_knees(res, n: int, evaluate: Callable, *, seed: int = 0, jobs: int = 1,
+def model_uncertainty_knees(res, n: int, evaluate: Callable, *, seed: int = 0, run_many: RunMany | None = None,
                             max_designs: int = 48) -> ModelUncertaintyKnees:
-    """``robust_knees`` over N draws of the model's unknowns."""
+    """``robust_knees`` over N draws of the model's unknowns (``run_many``: as there)."""
     rk = robust_knees(res, variants(n, res.cfg.models, seed), functools.partial(evaluate_drawn, evaluate),
-                      max_designs=max_designs, jobs=jobs)
+                      max_designs=max_designs, run_many=run_many)
     return ModelUncertaintyKnees(**vars(rk))
