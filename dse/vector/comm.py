@@ -167,6 +167,13 @@ def delivered_stage(t: Table, ran: np.ndarray) -> None:
         t.put_none(k, ran)
 
 
+def clocks(c: Columns) -> tuple[clock.Clock, clock.Clock, clock.Clock]:
+    """The macro, PE and network clock domains: one ``Clock`` per clock column, its supply solved
+    once for every factor that prices it (once in all for a column holding one value)."""
+    return (clock.Clock(folded(c["macro_mhz"]), C.ref_macro_mhz), clock.Clock(folded(c["pe_mhz"]), C.ref_pe_mhz),
+            clock.Clock(folded(c["noc_ghz"]), C.ref_noc_ghz))
+
+
 def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.ndarray:
     """Stage 50: die area and power; returns the rows still feasible (die within budget)."""
     side, w, ux, uy = c["core_side"], c["tile_width"], c["die_units_x"], c["die_units_y"]
@@ -174,10 +181,7 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
     cm_bits, noc_bits = c["core_mesh_link_bits"], c["die_noc_link_bits"]
     gx, gy = x["gx"], x["gy"]
     ghz = c["noc_ghz"]
-    # one Clock per clock column: its supply solved once for every factor that prices it (once in
-    # all for a column holding one value)
-    mac, pe = clock.Clock(folded(c["macro_mhz"]), C.ref_macro_mhz), clock.Clock(folded(c["pe_mhz"]), C.ref_pe_mhz)
-    noc = clock.Clock(folded(ghz), C.ref_noc_ghz)
+    mac, pe, noc = clocks(c)
     core_mesh = per_key(lambda s, a, b, r, bits, f: _core_mesh_mm2(s, a, b, rem[r], bits, f), *geometry_keys(c),
                         cm_bits, ghz)
     die_noc = per_key(_die_noc_mm2, gx, gy, noc_bits, side, ux, uy, ghz)
