@@ -198,53 +198,71 @@ class Clock:
         return self._get("interleave", lambda: np.maximum(1.0, self.ratio / clock_ratio_at(C.vdd_max_v)))
 
 
-def at(f: float | np.ndarray | Clock, f_ref: float | np.ndarray) -> Clock:
-    """``f`` itself when it is already a ``Clock`` against ``f_ref``, else a new one (the functions
-    below take either: a caller pricing one domain many ways passes one ``Clock``)."""
-    if isinstance(f, Clock):
+class Spread:
+    """A ``Clock`` of a few distinct clocks read per row: ``rows[i]`` is row i's index into
+    ``clock.f``; each factor is computed on the distinct clocks and then gathered (a column of a
+    design grid holds a handful of clocks for thousands of rows)."""
+
+    def __init__(self, clock: Clock, rows: np.ndarray) -> None:
+        self.clock, self.rows, self.f_ref = clock, rows, clock.f_ref
+        self._memo: dict[str, np.ndarray] = {}
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        if name.startswith("_") or not isinstance(getattr(Clock, name, None), property):
+            raise AttributeError(name)
+        hit = self._memo.get(name)
+        if hit is None:
+            hit = self._memo[name] = np.take(getattr(self.clock, name), self.rows)
+        return hit
+
+
+def at(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> Clock | Spread:
+    """``f`` itself when it is already a ``Clock`` (or ``Spread``) against ``f_ref``, else a new
+    one (the functions below take either: a caller pricing one domain many ways passes one)."""
+    if isinstance(f, (Clock, Spread)):
         if f.f_ref is not f_ref and np.any(f.f_ref != f_ref):
             raise ValueError(f"a clock against {f.f_ref} priced against {f_ref}")
         return f
     return Clock(f, f_ref)
 
 
-def supply_v(f: float | np.ndarray | Clock, f_ref: float | np.ndarray) -> float | np.ndarray:
+def supply_v(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
     """Supply voltage a block needs at clock ``f``, anchored at ``f_ref`` = V_nom (same units),
     within [V_min, V_max]; exactly V_nom at ``f_ref`` and V_min at or below the clock V_min reaches."""
     return _out(at(f, f_ref).supply_v)
 
 
-def pipeline_depth_factor(f: float | np.ndarray | Clock, f_ref: float | np.ndarray) -> float | np.ndarray:
+def pipeline_depth_factor(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
     """Pipeline depth over the published one that clock ``f`` needs (``Clock.pipeline_depth``)."""
     return _out(at(f, f_ref).pipeline_depth)
 
 
-def area_factor(f: float | np.ndarray | Clock, f_ref: float | np.ndarray) -> float | np.ndarray:
+def area_factor(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
     """Area of a clocked block at ``f`` over its area at ``f_ref`` (``Clock.area``)."""
     return _out(at(f, f_ref).area)
 
 
-def dynamic_energy_factor(f: float | np.ndarray | Clock, f_ref: float | np.ndarray) -> float | np.ndarray:
+def dynamic_energy_factor(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
     """Energy per operation at ``f`` over the published one (``Clock.dynamic_energy``)."""
     return _out(at(f, f_ref).dynamic_energy)
 
 
-def leakage_factor(f: float | np.ndarray | Clock, f_ref: float | np.ndarray) -> float | np.ndarray:
+def leakage_factor(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
     """Leakage power at ``f`` over the published one (``Clock.leakage``)."""
     return _out(at(f, f_ref).leakage)
 
 
-def clocked_power_factor(f: float | np.ndarray | Clock, f_ref: float | np.ndarray) -> float | np.ndarray:
+def clocked_power_factor(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
     """Clock-tree power at ``f`` over the published one (``Clock.clocked_power``)."""
     return _out(at(f, f_ref).clocked_power)
 
 
-def energy_per_op_factor(f: float | np.ndarray | Clock, f_ref: float | np.ndarray) -> float | np.ndarray:
+def energy_per_op_factor(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
     """Energy per operation at ``f`` over the published one for a block whose energy lumps
     switching and leakage (``Clock.energy_per_op``)."""
     return _out(at(f, f_ref).energy_per_op)
 
 
-def interleave_factor(f: float | np.ndarray | Clock, f_ref: float | np.ndarray) -> float | np.ndarray:
+def interleave_factor(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
     """Banks a memory array is read across at clock ``f`` (``Clock.interleave``)."""
     return _out(at(f, f_ref).interleave)

@@ -14,7 +14,7 @@ from dse.constants import C
 from dse.hardware import area, clock, core, cost, die, network, node, package, power, unit
 from dse.units import BITS_PER_GB, NS_PER_US
 from dse.vector.columns import Columns, categories
-from dse.vector.groups import folded, lookup, memo, per_key
+from dse.vector.groups import few_values, folded, lookup, memo, per_key
 from dse.vector.structure import Models, geometry_keys
 from dse.vector.table import Table
 
@@ -167,11 +167,19 @@ def delivered_stage(t: Table, ran: np.ndarray) -> None:
         t.put_none(k, ran)
 
 
-def clocks(c: Columns) -> tuple[clock.Clock, clock.Clock, clock.Clock]:
+def clocks(c: Columns) -> tuple:
     """The macro, PE and network clock domains: one ``Clock`` per clock column, its supply solved
-    once for every factor that prices it (once in all for a column holding one value)."""
-    return (clock.Clock(folded(c["macro_mhz"]), C.ref_macro_mhz), clock.Clock(folded(c["pe_mhz"]), C.ref_pe_mhz),
-            clock.Clock(folded(c["noc_ghz"]), C.ref_noc_ghz))
+    once for every factor that prices it: once in all for a column holding one value, once per
+    distinct clock for a column of a few (``clock.Spread``)."""
+    return (_clock(c["macro_mhz"], C.ref_macro_mhz), _clock(c["pe_mhz"], C.ref_pe_mhz),
+            _clock(c["noc_ghz"], C.ref_noc_ghz))
+
+
+def _clock(col: np.ndarray, ref: float):
+    few = few_values(col)
+    if few is not None:
+        return clock.Spread(clock.Clock(few[0], ref), few[1])
+    return clock.Clock(folded(col), ref)
 
 
 def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.ndarray:

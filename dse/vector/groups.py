@@ -113,6 +113,28 @@ def folded(col: np.ndarray) -> np.ndarray:
     return np.asarray(col).reshape(-1)[0] if is_constant(col) and np.size(col) else col
 
 
+FEW_VALUES = 64                # a float column with at most this many distinct values is read as codes
+SAMPLE_ROWS = 512              # rows sampled to guess those values
+
+
+def few_values(col: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(distinct values, each row's index in them) of a column holding at most ``FEW_VALUES``
+    distinct values (a design grid's clock column), else None, decided without sorting the
+    column: the values of a strided sample, then every row looked up among them and checked."""
+    def make():
+        arr = np.asarray(col)
+        if arr.ndim != 1 or arr.dtype.kind != "f" or len(arr) <= SAMPLE_ROWS:
+            return None
+        guess = np.unique(arr[::max(1, len(arr) // SAMPLE_ROWS)])
+        if len(guess) > FEW_VALUES or np.isnan(guess).any():
+            return None
+        idx = np.minimum(np.searchsorted(guess, arr), len(guess) - 1)
+        if not np.array_equal(np.take(guess, idx), arr):
+            return None
+        return guess, idx
+    return _cached((col,), "few_values", make)
+
+
 def lookup(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """``values[codes]`` (a per-model or per-GPU table read per row): one ``np.take``, or a
     broadcast view when every row holds the same code."""

@@ -122,3 +122,17 @@ def test_one_clock_prices_a_domain_as_the_functions_do():
     assert clock.at(c, 200.0) is c
     with pytest.raises(ValueError):
         clock.at(c, 400.0)
+
+
+def test_a_spread_clock_equals_the_clock_of_every_row():
+    """A column of a few clocks priced once per distinct clock and gathered per row (``Spread``):
+    every factor equal to pricing each row."""
+    distinct = np.array([100.0, 200.0, 250.0, 400.0])
+    rows = np.array([3, 0, 0, 2, 1, 3, 2])
+    s, full = clock.Spread(clock.Clock(distinct, 200.0), rows), clock.Clock(distinct[rows], 200.0)
+    for name in ("supply_v", "area", "dynamic_energy", "leakage", "clocked_power", "energy_per_op", "interleave"):
+        np.testing.assert_array_equal(getattr(s, name), getattr(full, name))
+    np.testing.assert_array_equal(clock.energy_per_op_factor(s, 200.0),
+                                  clock.energy_per_op_factor(distinct[rows], 200.0))
+    with pytest.raises(AttributeError):
+        _ = s.no_such_factor
