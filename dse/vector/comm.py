@@ -13,9 +13,10 @@ from dse.catalog import get_gpu, gpus
 from dse.constants import C
 from dse.hardware import area, clock, core, cost, die, network, node, package, power, unit
 from dse.units import BITS_PER_GB, NS_PER_US
+from dse.vector import structure
 from dse.vector.columns import Columns, categories
 from dse.vector.groups import few_values, folded, lookup, memo, per_key
-from dse.vector.structure import Models, geometry_keys
+from dse.vector.structure import Models, geometry_keys, pool_keys, pool_of
 from dse.vector.table import Table
 
 LEVELS = ("unit_io", "core_mesh", "die_noc", "d2d", "node")
@@ -39,10 +40,15 @@ def _streams(units_in_core: int) -> tuple[float, float, float]:
             core.streams_closed_form(units_in_core, C.core_mesh_peak_streams_per_unit))
 
 
-@memo
 def _side(side: int) -> tuple:
+    """A core side's closed-form stream counts (``_streams``) and mesh factors."""
+    return (*_streams(int(core.units_per_core(side))), *_mesh_factors(side, C.stretch_per_hop))
+
+
+@memo
+def _mesh_factors(side: int, stretch_per_hop: float) -> tuple:
     return (core.unicast_source_port_factor(core.units_per_core(side)), core.unicast_traffic_factor(side),
-            core.stretch_hop_factor(side, C.stretch_per_hop), core.multicast_tree_depth_hops(side))
+            core.stretch_hop_factor(side, stretch_per_hop), core.multicast_tree_depth_hops(side))
 
 
 @memo
@@ -70,9 +76,8 @@ def _core_mesh(c: Columns, t: Table, x: dict, ran: np.ndarray, core_link: np.nda
     side = c["core_side"]
     put = lambda name, v, kind=None: t.put(name, v, ran, kind)          # noqa: E731
     stream = x["u_bw"]
-    s_mean, s_p99, s_peak = per_key(_streams, x["upc"])
+    s_mean, s_p99, s_peak, uni_port, uni_traffic, hop, depth = per_key(_side, side)
     prov = core.core_mesh_provision_gbps(side, core_link)
-    uni_port, uni_traffic, hop, depth = per_key(_side, side)
     peak = core.multicast_demand_gbps(s_peak, stream)
     put("core_mesh_streams_source", np.array("closed_form", dtype=object), "str")
     put("multicast_stream_gbps", stream)
@@ -123,13 +128,14 @@ def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
     _level(t, ran, "die_noc", busiest, noc_link, x)
     x["die_noc_bytes"] = all_b
 
-    per_layer = lookup(M.experts, mi) + lookup(M.shared, mi)
-    span = per_key(package.layer_die_span, x["tp"], per_layer, x["units"])
-    dpp = c["dies_per_package"]
-    d2d_bpt, node_bpt = per_key(
-        lambda tp, s, p, m, o: package.merge_crossings(int(tp), int(s) // max(1, int(tp)), int(p), int(M.top_k[m]),
-                                                       order[o]).bytes_per_token(int(M.hidden[m]), act_b, psum_b),
-        x["tp"], span, dpp, mi, c["reduction_order"])
+    span, dpp = x["span"], c["dies_per_package"]
+    pool, shard = pool_of(M, rem), structure.shard_of(M)
+
+    def crossings(m, dep, s, ux, uy, r, p, o):
+        tp, sp = int(shard(m, dep)[3]), pool(m, dep, s, ux, uy, r)[2]
+        return package.merge_crossings(tp, sp // max(1, tp), int(p), int(M.top_k[m]),
+                                       order[o]).bytes_per_token(int(M.hidden[m]), act_b, psum_b)
+    d2d_bpt, node_bpt = per_key(crossings, *pool_keys(c), dpp, c["reduction_order"])
     per_die, per_layer_ns = np.maximum(1, span), tl * NS_PER_US       # = package.crossing_gbps_per_die
     d2d = B * d2d_bpt / per_die / per_layer_ns
     resid = node.node_residual_gbps(B, d, act_b, tl)
@@ -156,7 +162,8 @@ def _core_mesh_mm2(side: int, ux: int, uy: int, remainder: str, bits: int, ghz: 
 
 
 @memo
-def _die_noc_mm2(gx: int, gy: int, bits: int, side: int, ux: int, uy: int, ghz: float) -> float:
+def _die_noc_mm2(side: int, ux: int, uy: int, remainder: str, bits: int, ghz: float) -> float:
+    gx, gy = die.core_grid(side, ux, uy, remainder)
     px, py = network.unit_pitch_mm(ux, uy)
     return network.die_noc_area_mm2(gx, gy, bits, side * px, side * py, ghz)
 
@@ -184,15 +191,15 @@ def _clock(col: np.ndarray, ref: float):
 
 def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.ndarray:
     """Stage 50: die area and power; returns the rows still feasible (die within budget)."""
-    side, w, ux, uy = c["core_side"], c["tile_width"], c["die_units_x"], c["die_units_y"]
+    side, w = c["core_side"], c["tile_width"]
     rem = categories("core_remainder")
     cm_bits, noc_bits = c["core_mesh_link_bits"], c["die_noc_link_bits"]
-    gx, gy = x["gx"], x["gy"]
     ghz = c["noc_ghz"]
     mac, pe, noc = clocks(c)
     core_mesh = per_key(lambda s, a, b, r, bits, f: _core_mesh_mm2(s, a, b, rem[r], bits, f), *geometry_keys(c),
                         cm_bits, ghz)
-    die_noc = per_key(_die_noc_mm2, gx, gy, noc_bits, side, ux, uy, ghz)
+    die_noc = per_key(lambda s, a, b, r, bits, f: _die_noc_mm2(s, a, b, rem[r], bits, f), *geometry_keys(c),
+                      noc_bits, ghz)
     queue = np.where(c.is_("fetch", "load_aware"), c["fetch_queue_depth"], 0)
     parts_mm2 = {
         "reram_area_mm2": area.reram_area_mm2(x["die_cap"]),
@@ -247,7 +254,7 @@ def cost_stage(c: Columns, M: Models, t: Table, x: dict, rows: np.ndarray) -> No
     """Stage 60: die / pool cost, dollars per million tokens (ours and the GPU baselines')."""
     die_usd = cost.die_cost_usd(C.die_width_mm, C.die_height_mm)
     pool_usd = per_key(lambda n, p, q: cost.pool_cost_usd(n, die_usd, p, q, C.die_width_mm, C.die_height_mm),
-                       x["dies"], c["dies_per_package"], c["packages_per_node"])
+                       x["dies"], c["dies_per_package"], c["packages_per_node"])      # dies: few values, one column
     t_tok, pool_w = x["t_ffn"], x["pool_w"]
     t.put("dies_per_wafer", cost.gross_dies_per_wafer(C.die_width_mm, C.die_height_mm), rows)
     t.put("die_yield", cost.murphy_yield(C.die_width_mm * C.die_height_mm, C.defect_density_per_cm2), rows)

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from dse.vector.table import Categorical
+
 SMALL_RANGE = 1 << 20          # integer keys spanning fewer values are factorised in O(n)
 LUT_MAX = 1 << 20              # mixed-radix codes below this index a table directly
 DIRECT_RANGE = 64              # narrower integer keys are coded by value, wider ones renumbered
@@ -184,10 +186,17 @@ class Grouping:
                 self._inverse = np.take(lut, self.code)
         return self._inverse
 
-    def spread(self, values: np.ndarray) -> np.ndarray:
-        """``values[group of row]`` for every row (``values``: one per group)."""
+    def spread(self, values: np.ndarray) -> np.ndarray | Categorical:
+        """``values[group of row]`` for every row (``values``: one per group); strings as a
+        ``Categorical`` (codes into the groups' strings: no Python object per row)."""
         if self.code is None:
             return np.broadcast_to(values[:1], (self.n,))
+        if values.dtype == object:
+            if len(self.slots) == self.radix or self.radix > SPARSE_TABLE_MAX:
+                return Categorical(self.inverse(), values)
+            labels = np.empty(self.radix, dtype=object)
+            labels[self.slots] = values
+            return Categorical(self.code, labels)
         if len(self.slots) == self.radix:
             return np.take(values, self.code)
         if self.radix <= SPARSE_TABLE_MAX:      # a table over the codes: one gather, no dense index

@@ -68,6 +68,36 @@ def _shard(hidden: int, d_ff: int, depth: int) -> tuple:
             s.d_used_columns, s.array_utilization)
 
 
+@memo
+def _pool(weight_bytes: int, instances: int, hidden: int, d_ff: int, per_layer: int, depth: int, side: int,
+          ux: int, uy: int, remainder: str) -> tuple[int, int, int]:
+    """(dies by capacity, dies by packing, dies one layer spans) of a model shape, array depth and
+    floorplan: keyed by the knobs themselves, so a table groups its rows once for all three."""
+    units = die.active_units(side, ux, uy, remainder)
+    tp = _shard(hidden, d_ff, depth)[3]
+    return (sharding.dies_by_capacity(weight_bytes, die.die_capacity_bytes(units, unit.unit_capacity_bytes(depth))),
+            sharding.dies_by_packing(instances, tp, units), package.layer_die_span(tp, per_layer, units))
+
+
+def pool_keys(c: Columns) -> list[np.ndarray]:
+    """The knobs a pool's die counts depend on: model, array depth, floorplan."""
+    return [c["model"], c["array_depth"], *geometry_keys(c)]
+
+
+def shard_of(M: Models):
+    """``_shard`` of a row's (model, array depth)."""
+    return lambda m, dep: _shard(int(M.hidden[m]), int(M.d_ff[m]), dep)
+
+
+def pool_of(M: Models, rem_names: tuple[str, ...]):
+    """``_pool`` of a row's ``pool_keys`` values."""
+    def fn(m: int, dep: int, s: int, ux: int, uy: int, r: int) -> tuple[int, int, int]:
+        name = M.names[m]
+        return _pool(int(M.weight_bytes[m]), get_model(name).expert_instances, int(M.hidden[m]), int(M.d_ff[m]),
+                     int(M.experts[m] + M.shared[m]), dep, s, ux, uy, rem_names[r])
+    return fn
+
+
 def geometry_keys(c: Columns) -> list[np.ndarray]:
     return [c["core_side"], c["die_units_x"], c["die_units_y"], c["core_remainder"]]
 
@@ -101,8 +131,7 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     u_bw, u_fl = bws["unit"], fls["unit"]
     bal = unit.balance_flop_per_byte(u_fl, u_bw)
     t_col = unit.t_col_ns(c["n_macros"], c["macro_width_bits"], c["macro_mhz"], c["read_bw_scale"])
-    ok, cc, nc, tp, cpu, d_used, util = per_key(lambda m, dep: _shard(int(M.hidden[m]), int(M.d_ff[m]), dep),
-                                                mi, c["array_depth"])
+    ok, cc, nc, tp, cpu, d_used, util = per_key(shard_of(M), mi, c["array_depth"])
     ok = ok.astype(bool)
     t.put("run_batch", c["batch"])
     t.put("t_col_ns", t_col)
@@ -128,11 +157,7 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     if not ok.all():
         hid, dep = lookup(M.hidden, mi), c["array_depth"]
         t.infeasible(~ok, lambda i: f"chunk of {cc[i]} columns (3 x d = 3 x {hid[i]}) exceeds array_depth {dep[i]}")
-    dies_cap = per_key(lambda m, n_units, dep: sharding.dies_by_capacity(
-        int(M.weight_bytes[m]), die.die_capacity_bytes(n_units, unit.unit_capacity_bytes(dep))),
-        mi, units, c["array_depth"])
-    dies_pack = per_key(lambda m, tp_, n_units: sharding.dies_by_packing(
-        get_model(M.names[m]).expert_instances, tp_, n_units), mi, tp, units)
+    dies_cap, dies_pack, span = per_key(pool_of(M, rem_names), *pool_keys(c))
     dies = np.where(c.is_("die_count_rule", "capacity"), dies_cap, dies_pack)
     dies = np.where(ok, dies, 0)
     t.put("tp_degree", np.where(ok, tp, 0))
@@ -146,7 +171,7 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     t.put("pool_read_tbps", dies * bws["die"] / GB_PER_TB, ok)
     x.update(mi=mi, units=units, upc=upc, gx=gx, gy=gy, n_cores=n_shapes, u_bw=u_bw, die_bw=bws["die"],
              die_fl=fls["die"], die_cap=caps["die"], bal=bal, t_col=t_col, tp=tp, cpu=cpu, d_used=d_used,
-             dies=dies, mapped=ok)
+             dies=dies, mapped=ok, span=span)
 
 
 def routing(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
