@@ -31,6 +31,8 @@ All functions take scalars or numpy arrays (the vectorised path calls them on co
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from dse.constants import C
@@ -39,6 +41,7 @@ from dse.constants import C
 # Vt), inverted by linear interpolation and polished by one Newton step, elementwise. It replaced a
 # 60-step bisection per distinct clock behind a row sort of the clock columns (np.unique), which was
 # 82 % of the catalog study's planner and 86 % of a `dse grid` (issues 48, 49).
+SCALAR_CLOCKS = 4096         # scalar clocks kept (``at``)
 TABLE_POINTS = 4097          # interpolation error ~1e-8 V; one Newton step takes it to ~1e-16 V
 
 _TABLES: dict[tuple[float, ...], _Table] = {}
@@ -223,6 +226,21 @@ def at(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> Clo
         if f.f_ref is not f_ref and np.any(f.f_ref != f_ref):
             raise ValueError(f"a clock against {f.f_ref} priced against {f_ref}")
         return f
+    if isinstance(f, (int, float)) and isinstance(f_ref, (int, float)):
+        return _scalar_clock(float(f), float(f_ref), _law())
+    return Clock(f, f_ref)
+
+
+def _law() -> tuple[float, ...]:
+    """The constants the factors read (a model-uncertainty draw may override them)."""
+    return (C.vth_v, C.alpha_power, C.vdd_min_v, C.vdd_max_v, C.vdd_nominal_v, C.latch_overhead_fraction,
+            C.pipeline_register_area_fraction, C.dibl_v_per_v, C.subthreshold_mv_per_decade, C.leakage_energy_share)
+
+
+@functools.lru_cache(maxsize=SCALAR_CLOCKS)
+def _scalar_clock(f: float, f_ref: float, law: tuple[float, ...]) -> Clock:
+    """One clock of the scalar path, kept: a design prices each of its clocks many times (every
+    router of its floorplan) and a study's designs share a few clocks."""
     return Clock(f, f_ref)
 
 

@@ -136,3 +136,14 @@ def test_a_spread_clock_equals_the_clock_of_every_row():
                                   clock.energy_per_op_factor(distinct[rows], 200.0))
     with pytest.raises(AttributeError):
         _ = s.no_such_factor
+
+
+def test_kept_scalar_clocks_follow_an_override_of_the_law():
+    """The scalar path keeps its clocks (``at``): a model-uncertainty draw that moves the law's
+    constants gets its own, and the nominal ones come back after it."""
+    nominal = clock.energy_per_op_factor(300.0, 200.0)
+    assert clock.at(300.0, 200.0) is clock.at(300.0, 200.0)
+    with C.overridden({"vth_v": C.vth_v * 1.1, "leakage_energy_share": C.leakage_energy_share * 0.5}):
+        drawn = clock.energy_per_op_factor(300.0, 200.0)
+        assert drawn == clock.Clock(300.0, 200.0).energy_per_op
+    assert drawn != nominal and clock.energy_per_op_factor(300.0, 200.0) == nominal
