@@ -71,12 +71,12 @@ def die_noc_per_layer(side: int, ux: int, uy: int, remainder: str, model: str, b
     return k_die, tokens_die, max(loads.values(), default=0.0), sum(loads.values())
 
 
-def _core_mesh(c: Columns, t: Table, x: dict, ran: np.ndarray, core_link: np.ndarray) -> None:
+def _core_mesh(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray, core_link: np.ndarray) -> None:
     """Core mesh: multicast read-outs at the closed-form stream counts; round stretch."""
     side = c["core_side"]
     put = lambda name, v, kind=None: t.put(name, v, ran, kind)          # noqa: E731
     stream = x["u_bw"]
-    s_mean, s_p99, s_peak, uni_port, uni_traffic, hop, depth = per_key(_side, side)
+    s_mean, s_p99, s_peak, uni_port, uni_traffic, hop, depth = per_key(_side, side, cache=M.kept("side"))
     prov = core.core_mesh_provision_gbps(side, core_link)
     peak = core.multicast_demand_gbps(s_peak, stream)
     put("core_mesh_streams_source", np.array("closed_form", dtype=object), "str")
@@ -116,11 +116,11 @@ def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
     put("unit_io_gbps", u_io)
     _level(t, ran, "unit_io", u_io, core_link, x)
 
-    _core_mesh(c, t, x, ran, core_link)
+    _core_mesh(c, M, t, x, ran, core_link)
     rem, order = categories("core_remainder"), categories("reduction_order")
     k_die, tok_die, busiest_b, all_b = per_key(
         lambda s, ux, uy, r, m, b, o: die_noc_per_layer(s, ux, uy, rem[r], M.names[m], b, order[o]),
-        *geometry_keys(c), mi, B, c["reduction_order"])
+        *geometry_keys(c), mi, B, c["reduction_order"], cache=M.kept("die_noc"))
     busiest = die.die_noc_busiest_link_gbps({"busiest": busiest_b}, tl)
     put("experts_per_token_on_die", k_die)
     put("die_noc_tokens_per_layer", tok_die)
@@ -135,7 +135,7 @@ def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
         tp, sp = int(shard(m, dep)[3]), pool(m, dep, s, ux, uy, r)[2]
         return package.merge_crossings(tp, sp // max(1, tp), int(p), int(M.top_k[m]),
                                        order[o]).bytes_per_token(int(M.hidden[m]), act_b, psum_b)
-    d2d_bpt, node_bpt = per_key(crossings, *pool_keys(c), dpp, c["reduction_order"])
+    d2d_bpt, node_bpt = per_key(crossings, *pool_keys(c), dpp, c["reduction_order"], cache=M.kept("crossings"))
     per_die, per_layer_ns = np.maximum(1, span), tl * NS_PER_US       # = package.crossing_gbps_per_die
     d2d = B * d2d_bpt / per_die / per_layer_ns
     resid = node.node_residual_gbps(B, d, act_b, tl)
@@ -197,9 +197,9 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
     ghz = c["noc_ghz"]
     mac, pe, noc = clocks(c)
     core_mesh = per_key(lambda s, a, b, r, bits, f: _core_mesh_mm2(s, a, b, rem[r], bits, f), *geometry_keys(c),
-                        cm_bits, ghz)
+                        cm_bits, ghz, cache=M.kept("core_mesh_mm2"))
     die_noc = per_key(lambda s, a, b, r, bits, f: _die_noc_mm2(s, a, b, rem[r], bits, f), *geometry_keys(c),
-                      noc_bits, ghz)
+                      noc_bits, ghz, cache=M.kept("die_noc_mm2"))
     queue = np.where(c.is_("fetch", "load_aware"), c["fetch_queue_depth"], 0)
     parts_mm2 = {
         "reram_area_mm2": area.reram_area_mm2(x["die_cap"]),
@@ -254,7 +254,7 @@ def cost_stage(c: Columns, M: Models, t: Table, x: dict, rows: np.ndarray) -> No
     """Stage 60: die / pool cost, dollars per million tokens (ours and the GPU baselines')."""
     die_usd = cost.die_cost_usd(C.die_width_mm, C.die_height_mm)
     pool_usd = per_key(lambda n, p, q: cost.pool_cost_usd(n, die_usd, p, q, C.die_width_mm, C.die_height_mm),
-                       x["dies"], c["dies_per_package"], c["packages_per_node"])      # dies: few values, one column
+                       x["dies"], c["dies_per_package"], c["packages_per_node"], cache=M.kept("pool_cost"))
     t_tok, pool_w = x["t_ffn"], x["pool_w"]
     t.put("dies_per_wafer", cost.gross_dies_per_wafer(C.die_width_mm, C.die_height_mm), rows)
     t.put("die_yield", cost.murphy_yield(C.die_width_mm * C.die_height_mm, C.defect_density_per_cm2), rows)

@@ -281,6 +281,23 @@ def _array(values: list) -> np.ndarray:
     return np.array(values)
 
 
+KEPT_CACHES = 256               # per-key result caches kept (``kept``)
+_KEPT: dict[tuple, dict] = {}
+
+
+def kept(key: tuple) -> dict:
+    """A dict of per-key results (``per_key``'s ``cache``) kept across tables while ``key`` holds:
+    what the results depend on besides the key values (the models' shapes, the constants). A
+    table's thousands of rows fall in a few hundred groups; their results, once computed, cost a
+    dict lookup per group instead of a Python call."""
+    d = _KEPT.get(key)
+    if d is None:
+        if len(_KEPT) >= KEPT_CACHES:
+            _KEPT.clear()
+        d = _KEPT[key] = {}
+    return d
+
+
 def memo(fn: Callable[..., Any]) -> Callable[..., Any]:
     """An unbounded cache for per-key scalar helpers (keys are few: floorplans, models, depths)."""
     return functools.lru_cache(maxsize=None)(fn)

@@ -19,7 +19,7 @@ from dse.mapping import sharding
 from dse.performance import balance, baselines, energy, latency, serving
 from dse.units import BYTES_PER_GB, BYTES_PER_MB, FLOPS_PER_GFLOP, GB_PER_PB, GB_PER_TB, GIB, MIB
 from dse.vector.columns import Columns, categories
-from dse.vector.groups import lookup, memo, per_key
+from dse.vector.groups import kept, lookup, memo, per_key
 from dse.vector.table import Table
 from dse.workload.union import union_closed_form
 
@@ -40,18 +40,27 @@ class Models:
     attention: np.ndarray          # bool: AF-serving shape known
     kv_bytes: np.ndarray
     non_expert_bytes: np.ndarray
+    instances: np.ndarray
+    sig: tuple = ()                # the shapes and the constants: what per-key results depend on
 
     @classmethod
     def current(cls) -> Models:
         names = categories("model")
         ms = [get_model(n) for n in names]
         arr = lambda f, dt=np.int64: np.array([f(m) for m in ms], dtype=dt)  # noqa: E731
-        return cls(names, arr(lambda m: m.hidden), arr(lambda m: m.expert_intermediate), arr(lambda m: m.experts),
-                   arr(lambda m: m.shared_experts), arr(lambda m: m.top_k), arr(lambda m: m.moe_layers),
-                   arr(lambda m: m.expert_bytes), arr(lambda m: m.router_bytes), arr(lambda m: m.ffn_weight_bytes),
-                   arr(lambda m: bool(m.attention), bool),
-                   arr(lambda m: (m.attention or {}).get("kv_bytes_per_ctx_token", 0.0), float),
-                   arr(lambda m: (m.attention or {}).get("non_expert_bytes", 0.0), float))
+        out = cls(names, arr(lambda m: m.hidden), arr(lambda m: m.expert_intermediate), arr(lambda m: m.experts),
+                  arr(lambda m: m.shared_experts), arr(lambda m: m.top_k), arr(lambda m: m.moe_layers),
+                  arr(lambda m: m.expert_bytes), arr(lambda m: m.router_bytes), arr(lambda m: m.ffn_weight_bytes),
+                  arr(lambda m: bool(m.attention), bool),
+                  arr(lambda m: (m.attention or {}).get("kv_bytes_per_ctx_token", 0.0), float),
+                  arr(lambda m: (m.attention or {}).get("non_expert_bytes", 0.0), float),
+                  arr(lambda m: m.expert_instances))
+        out.sig = (tuple(ms), tuple(getattr(C, k.name) for k in C.all()))          # the models whole
+        return out
+
+    def kept(self, tag: str) -> dict:
+        """``groups.kept`` for the per-key results ``tag`` under these models and constants."""
+        return kept((tag, self.sig))
 
 
 @memo
@@ -92,8 +101,7 @@ def shard_of(M: Models):
 def pool_of(M: Models, rem_names: tuple[str, ...]):
     """``_pool`` of a row's ``pool_keys`` values."""
     def fn(m: int, dep: int, s: int, ux: int, uy: int, r: int) -> tuple[int, int, int]:
-        name = M.names[m]
-        return _pool(int(M.weight_bytes[m]), get_model(name).expert_instances, int(M.hidden[m]), int(M.d_ff[m]),
+        return _pool(int(M.weight_bytes[m]), int(M.instances[m]), int(M.hidden[m]), int(M.d_ff[m]),
                      int(M.experts[m] + M.shared[m]), dep, s, ux, uy, rem_names[r])
     return fn
 
@@ -126,12 +134,12 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     side, w = c["core_side"], c["tile_width"]
     rem_names = categories("core_remainder")
     units, cores, gx, gy, rem_units, grid, n_shapes = per_key(
-        lambda s, ux, uy, r: _geometry(s, ux, uy, rem_names[r]), *geometry_keys(c))
+        lambda s, ux, uy, r: _geometry(s, ux, uy, rem_names[r]), *geometry_keys(c), cache=M.kept("geometry"))
     caps, bws, fls = levels(c, units)
     u_bw, u_fl = bws["unit"], fls["unit"]
     bal = unit.balance_flop_per_byte(u_fl, u_bw)
     t_col = unit.t_col_ns(c["n_macros"], c["macro_width_bits"], c["macro_mhz"], c["read_bw_scale"])
-    ok, cc, nc, tp, cpu, d_used, util = per_key(shard_of(M), mi, c["array_depth"])
+    ok, cc, nc, tp, cpu, d_used, util = per_key(shard_of(M), mi, c["array_depth"], cache=M.kept("shard"))
     ok = ok.astype(bool)
     t.put("run_batch", c["batch"])
     t.put("t_col_ns", t_col)
@@ -157,7 +165,7 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     if not ok.all():
         hid, dep = lookup(M.hidden, mi), c["array_depth"]
         t.infeasible(~ok, lambda i: f"chunk of {cc[i]} columns (3 x d = 3 x {hid[i]}) exceeds array_depth {dep[i]}")
-    dies_cap, dies_pack, span = per_key(pool_of(M, rem_names), *pool_keys(c))
+    dies_cap, dies_pack, span = per_key(pool_of(M, rem_names), *pool_keys(c), cache=M.kept("pool"))
     dies = np.where(c.is_("die_count_rule", "capacity"), dies_cap, dies_pack)
     dies = np.where(ok, dies, 0)
     t.put("tp_degree", np.where(ok, tp, 0))
@@ -177,7 +185,8 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
 def routing(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
     """Stage 20 with ``trace = 'catalog'``: the closed-form U(B)."""
     names = M.names
-    u, src = per_key(lambda m, b: union_closed_form(get_model(names[m]), b), x["mi"], c["batch"])
+    u, src = per_key(lambda m, b: union_closed_form(get_model(names[m]), b), x["mi"], c["batch"],
+                     cache=M.kept("union"))
     u = np.asarray(u, dtype=float)
     t.put("union_experts", u, ran)
     t.put("union_source", src, ran, kind="str")
