@@ -15,7 +15,7 @@ from dse.hardware import area, clock, core, cost, die, network, node, package, p
 from dse.units import BITS_PER_GB, NS_PER_US
 from dse.vector import structure
 from dse.vector.columns import Columns, categories
-from dse.vector.groups import few_values, folded, lookup, memo, per_key
+from dse.vector.groups import few_values, folded, is_constant, lookup, memo, per_key
 from dse.vector.structure import Models, geometry_keys, pool_keys, pool_of
 from dse.vector.table import Table
 
@@ -183,7 +183,7 @@ def clocks(c: Columns) -> tuple:
 
 
 def _clock(col: np.ndarray, ref: float):
-    few = few_values(col)
+    few = None if is_constant(col) else few_values(col)
     if few is not None:
         return clock.Spread(clock.Clock(few[0], ref), few[1])
     return clock.Clock(folded(col), ref)
