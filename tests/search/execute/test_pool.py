@@ -169,3 +169,14 @@ def test_evaluate_all_keeps_task_order_uses_a_worker_and_leaves_none_behind():
     for pid in workers:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_re_evaluations_group_by_workload():
+    """``dse front --robust --jobs N`` groups its tasks by workload (``workload_key``): designs of
+    one draw share its trace and placements; designs of two draws share nothing."""
+    from dse.pipeline.uncertainty import CONSTANTS_KEY
+    from dse.search.execute.pool import workload_key
+    a = {"core_side": 2, "trace_seed": 3, CONSTANTS_KEY: {"t_layer_fixed_us": 0.33}}
+    assert workload_key(a) == workload_key({**a, "core_side": 4, "array_depth": 8192})
+    assert workload_key(a) != workload_key({**a, "trace_seed": 4})
+    assert workload_key(a) != workload_key({**a, CONSTANTS_KEY: {"t_layer_fixed_us": 0.35}})
