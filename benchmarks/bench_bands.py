@@ -85,7 +85,7 @@ def child(mode: str, model: str, batch: int, draws: int, front: str | None = Non
     from dse.mapping import warm_cache
     from dse.pipeline.evaluate import evaluate
     from dse.pipeline.uncertainty import point_bands
-    from dse.search.execute.pool import run_many
+    from dse.search.execute.pool import run_many, workload_key
     from dse.spec import DesignPoint
     from dse.workload import campaign, synth
 
@@ -118,7 +118,7 @@ def child(mode: str, model: str, batch: int, draws: int, front: str | None = Non
                                                  "trace_seed=0"])
     t0, c0 = time.perf_counter(), time.process_time()
     nominal = evaluate(point).metrics
-    bands = point_bands(point, draws, 0, run_many(jobs))
+    bands = point_bands(point, draws, 0, run_many(jobs, workload_key))
     print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
                       "nominal": {k: nominal[k] for k in METRICS},
                       "bands": {k: bands[k] for k in METRICS}}))

@@ -135,8 +135,8 @@ def run(args: argparse.Namespace) -> int:
     bands = None
     if args.uncertainty:
         from dse.pipeline.uncertainty import point_bands
-        from dse.search.execute.pool import run_many
-        bands = point_bands(point, args.uncertainty, args.uncertainty_seed, run_many(args.jobs))
+        from dse.search.execute.pool import run_many, workload_key
+        bands = point_bands(point, args.uncertainty, args.uncertainty_seed, run_many(args.jobs, workload_key))
     if args.json:
         out = result.to_json()
         if bands is not None:
