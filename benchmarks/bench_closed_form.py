@@ -11,8 +11,12 @@ scalar.
 The arithmetic limit: the elementwise numpy operations the evaluator runs per point (ufunc calls
 counted through an ndarray subclass, times the elements each touches, over one chunk), and the
 machine's numpy rate on arrays of the chunk size (multiply, divide, maximum, each into a new
-array, as the evaluator does); limit = rate / operations per point. The vectorised rate is given
-in wall and CPU time (the machine is shared: CPU time is the steadier figure).
+array, as the evaluator does); limit = rate / operations per point. Both rates are given in wall
+and CPU time (the machine is shared: CPU time is the steadier figure). The numpy rate depends on
+how glibc's malloc recycles the 0.5 MB arrays: in a process whose heap top is trimmed after each
+free, every new array is fresh pages (system time), and the rate falls about 9x (seen on this
+machine: 2.3-3.4 G ops/s with MALLOC_TRIM_THRESHOLD_ and MALLOC_MMAP_THRESHOLD_ raised, 0.25-0.4
+G ops/s without, in a fresh process); a ratio against it is only as steady as that state.
 """
 from __future__ import annotations
 
@@ -123,14 +127,14 @@ def main() -> None:
     from dse.vector.evaluate import CHUNK
     evaluate(DesignPoint.from_dict({"trace": "catalog"}))   # warm imports and caches
     pts = points(args.points)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for p in pts:
         evaluate(p)
-    dt_eval = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    dt_eval, cpu_eval = time.perf_counter() - t0, time.process_time() - c0
+    t0, c0 = time.perf_counter(), time.process_time()
     for p in points(args.points, seed=1):
         evaluate(p)
-    dt_full = time.perf_counter() - t0
+    dt_full, cpu_full = time.perf_counter() - t0, time.process_time() - c0
     rate_eval = args.points / dt_eval
     rate_full = args.points / dt_full
     compared = check_equal(pts[:1000])
@@ -146,9 +150,9 @@ def main() -> None:
     rate_np = numpy_rate(CHUNK)
     limit = rate_np / ops
     print(f"scalar closed-form evaluate only      : {rate_eval:10.0f} points/s  "
-          f"({dt_eval * 1e6 / args.points:.0f} us/point)")
+          f"({dt_eval * 1e6 / args.points:.0f} us/point; {args.points / cpu_eval:.0f} per CPU second)")
     print(f"scalar validate + evaluate (from dict): {rate_full:10.0f} points/s  -> {rate_full / TARGET_PER_S:.2f}x "
-          f"the {TARGET_PER_S} target")
+          f"the {TARGET_PER_S} target ({args.points / cpu_full:.0f} per CPU second)")
     print(f"vectorised evaluate ({args.vector_points} points)   : {rate_vec:10.0f} points/s wall, {rate_cpu:.0f} CPU "
           f"({cpu_vec * 1e9 / args.vector_points:.0f} ns/point) -> {rate_cpu / TARGET_VECTOR_PER_S:.2f}x the "
           f"{TARGET_VECTOR_PER_S} target")

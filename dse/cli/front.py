@@ -178,13 +178,15 @@ def _print_candidates(args, res, front, kc, agree) -> None:
 def _robust(args: argparse.Namespace, res):
     if args.robust is None and not (args.seeds or args.models or args.trace or args.model_uncertainty):
         return None
+    from dse.search.execute.pool import run_many, workload_key
     from dse.search.execute.runner import evaluate_design
     from dse.search.front import robust as rb
     if args.model_uncertainty:
         from dse.search.front import model_uncertainty as mu
         if not res.candidates():
             raise ConfigError(f"{res.cfg.source}: no feasible design to re-evaluate")
-        return mu.model_uncertainty_knees(res, args.model_uncertainty, evaluate_design, jobs=args.jobs)
+        return mu.model_uncertainty_knees(res, args.model_uncertainty, evaluate_design,
+                                          run_many=run_many(args.jobs, workload_key))
     if args.models:
         variants = rb.model_variants(_names(args.models, "--models", res))
     elif args.trace:
@@ -202,7 +204,7 @@ def _robust(args: argparse.Namespace, res):
         variants = rb.seed_variants(res.cfg, n, seeds)
     if not res.candidates():
         raise ConfigError(f"{res.cfg.source}: no feasible design to re-evaluate")
-    return rb.robust_knees(res, variants, evaluate_design, jobs=args.jobs)
+    return rb.robust_knees(res, variants, evaluate_design, run_many=run_many(args.jobs, workload_key))
 
 
 def _names(text: str, flag: str, res) -> list[str]:

@@ -51,18 +51,22 @@ def run(args: argparse.Namespace) -> int:
     if args.robust is not None:
         if args.robust < 1:
             raise ConfigError(f"--robust {args.robust}: must be a positive number of trace seeds")
+        from dse.search.execute.pool import run_many, workload_key
         from dse.search.execute.runner import evaluate_design
         from dse.search.front import robust as rb
         if res.candidates():
-            robust = rb.robust_knees(res, rb.seed_variants(cfg, args.robust), evaluate_design, jobs=args.jobs)
+            robust = rb.robust_knees(res, rb.seed_variants(cfg, args.robust), evaluate_design,
+                                     run_many=run_many(args.jobs, workload_key))
     mu = None
     if args.model_uncertainty is not None:
         if merged is not None or args.model_uncertainty < 1:
             raise ConfigError(f"--model-uncertainty {args.model_uncertainty}: a positive number of draws, on one run")
+        from dse.search.execute.pool import run_many, workload_key
         from dse.search.execute.runner import evaluate_design
         from dse.search.front import model_uncertainty as mun
         if res.candidates():
-            mu = mun.model_uncertainty_knees(res, args.model_uncertainty, evaluate_design, jobs=args.jobs)
+            mu = mun.model_uncertainty_knees(res, args.model_uncertainty, evaluate_design,
+                                             run_many=run_many(args.jobs, workload_key))
     rows = None
     if not args.no_reproduce:
         from dse.reproduce import reproduce

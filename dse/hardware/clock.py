@@ -31,6 +31,8 @@ All functions take scalars or numpy arrays (the vectorised path calls them on co
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from dse.constants import C
@@ -39,9 +41,10 @@ from dse.constants import C
 # Vt), inverted by linear interpolation and polished by one Newton step, elementwise. It replaced a
 # 60-step bisection per distinct clock behind a row sort of the clock columns (np.unique), which was
 # 82 % of the catalog study's planner and 86 % of a `dse grid` (issues 48, 49).
+SCALAR_CLOCKS = 4096         # scalar clocks kept (``at``)
 TABLE_POINTS = 4097          # interpolation error ~1e-8 V; one Newton step takes it to ~1e-16 V
 
-_TABLES: dict[tuple[float, ...], tuple[np.ndarray, np.ndarray]] = {}
+_TABLES: dict[tuple[float, ...], _Table] = {}
 
 
 def _out(x):
@@ -60,16 +63,46 @@ def clock_ratio_at(v: float | np.ndarray) -> float | np.ndarray:
     return float(r) if np.ndim(r) == 0 else r
 
 
-def _table() -> tuple[np.ndarray, np.ndarray]:
-    """(clock ratios, supplies) of the law at the current constants, ``TABLE_POINTS`` supplies
-    from V_min to V_max (a constants override, e.g. a model-uncertainty draw, gets its own)."""
+class _Table:
+    """The law tabulated: ``TABLE_POINTS`` supplies ``v`` from V_min to V_max and their clock ratios
+    ``r`` (increasing), read by ``interp``: ``np.interp(x, r, v)`` to the last bit, with the
+    interval of x found through buckets of equal width in r (a few gathers) instead of a binary
+    search per value (the search was most of a clock column's price)."""
+
+    def __init__(self, v: np.ndarray) -> None:
+        r = np.asarray(clock_ratio_at(v))
+        self.r, self.v = r, v
+        self.slope = np.append((v[1:] - v[:-1]) / (r[1:] - r[:-1]), 0.0)   # as np.interp computes them
+        self.width = float(np.min(np.diff(r))) / 2          # a bucket holds at most one table point
+        self.lo = r[0]
+        buckets = int(np.ceil((r[-1] - r[0]) / self.width)) + 2
+        edges = r[0] + (np.arange(buckets) - 1) * self.width  # each bucket's left edge, one bucket back
+        self.first = np.clip(np.searchsorted(r, edges, side="right") - 1, 0, len(r) - 1)
+        self.r_pad = np.append(r, [np.inf, np.inf])
+
+    def interp(self, x: np.ndarray) -> np.ndarray:
+        """``np.interp(x, self.r, self.v)``, bit for bit (finite, infinite and NaN x)."""
+        x = np.asarray(x, dtype=float)
+        b = np.fmin(np.fmax((x - self.lo) / self.width, 0.0), len(self.first) - 1.0)   # NaN -> bucket 0
+        j = np.take(self.first, b.astype(np.intp))
+        j = j + (np.take(self.r_pad, j + 1) <= x)             # at most two table points past the bucket's
+        j = j + (np.take(self.r_pad, j + 1) <= x)
+        j = np.minimum(j, len(self.r) - 1)
+        with np.errstate(invalid="ignore"):               # 0 x inf past the last point: replaced below
+            y = np.take(self.slope, j) * (x - np.take(self.r, j)) + np.take(self.v, j)
+        y = np.where(x < self.r[0], self.v[0], y)
+        return np.where(x >= self.r[-1], self.v[-1], y)
+
+
+def _table() -> _Table:
+    """The law tabulated at the current constants (a constants override, e.g. a model-uncertainty
+    draw, gets its own)."""
     key = (float(C.vth_v), float(C.alpha_power), float(C.vdd_min_v), float(C.vdd_max_v), float(C.vdd_nominal_v))
     hit = _TABLES.get(key)
     if hit is None:
         if len(_TABLES) >= 64:
             _TABLES.clear()
-        v = np.linspace(key[2], key[3], TABLE_POINTS)
-        hit = _TABLES[key] = (np.asarray(clock_ratio_at(v)), v)
+        hit = _TABLES[key] = _Table(np.linspace(key[2], key[3], TABLE_POINTS))
     return hit
 
 
@@ -77,72 +110,177 @@ def _solve_v(ratio: np.ndarray) -> np.ndarray:
     """The supply at which logic runs ``ratio`` x its clock at V_nom, clamped to [V_min, V_max]:
     the table's interpolation, then one Newton step on (V - Vt)^alpha / V = ratio x its value at
     V_nom (within 1e-15 V of the exact root; ``tests/hardware/test_clock.py``)."""
-    r_tab, v_tab = _table()
-    v = np.interp(ratio, r_tab, v_tab)
+    v = _table().interp(ratio)
     g = np.asarray(clock_ratio_at(v))
     dg = g * (C.alpha_power / (v - C.vth_v) - 1.0 / v)     # d/dV of the ratio
     return np.clip(v - (g - ratio) / dg, C.vdd_min_v, C.vdd_max_v)
 
 
-def supply_v(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
+class Clock:
+    """One clock domain at ``f`` against its published clock ``f_ref`` (scalars or arrays): every
+    factor below, each computed once, on first use. The module's functions build one per call; a
+    vectorised caller builds one per clock column and passes it to every function pricing that
+    domain (``at``), so the supply is solved once per column, not once per factor."""
+
+    def __init__(self, f: float | np.ndarray, f_ref: float | np.ndarray) -> None:
+        self.f, self.f_ref = f, f_ref
+        self._memo: dict[str, np.ndarray] = {}
+
+    def _get(self, name: str, make) -> np.ndarray:
+        hit = self._memo.get(name)
+        if hit is None:
+            hit = self._memo[name] = make()
+        return hit
+
+    @property
+    def ratio(self) -> np.ndarray:
+        """f / f_ref."""
+        return self._get("ratio", lambda: np.asarray(self.f, dtype=float) / np.asarray(self.f_ref, dtype=float))
+
+    @property
+    def supply_v(self) -> np.ndarray:
+        """The supply the clock needs, within [V_min, V_max]; exactly V_nom at ``f_ref`` and V_min
+        at or below the clock V_min reaches."""
+        def make():
+            ratio = self.ratio
+            v = np.where(ratio <= clock_ratio_at(C.vdd_min_v), C.vdd_min_v, _solve_v(ratio))
+            return np.where(np.abs(ratio - 1.0) <= 1e-12, C.vdd_nominal_v, v)
+        return self._get("supply_v", make)
+
+    @property
+    def pipeline_depth(self) -> np.ndarray:
+        """Pipeline depth over the published one: 1 up to the clock reached at V_max, then
+        (1 - h) / (f(V_max) / f - h); infinite at and above f(V_max) / h (no pipeline reaches it)."""
+        def make():
+            h = C.latch_overhead_fraction
+            over = self.ratio / clock_ratio_at(C.vdd_max_v)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                need = np.where(1.0 / over > h, (1.0 - h) / (1.0 / over - h), np.inf)
+            return np.where(over <= 1.0, 1.0, need)
+        return self._get("pipeline_depth", make)
+
+    @property
+    def area(self) -> np.ndarray:
+        """Area of the clocked block over its published area: the registers of the extra stages."""
+        return self._get("area", lambda: 1.0 + C.pipeline_register_area_fraction * (self.pipeline_depth - 1.0))
+
+    @property
+    def dynamic_energy(self) -> np.ndarray:
+        """Energy per operation over the published one: (V / V_nom)^2 x switched capacitance."""
+        return self._get("dynamic_energy", lambda: (self.supply_v / C.vdd_nominal_v) ** 2 * self.area)
+
+    @property
+    def leakage(self) -> np.ndarray:
+        """Leakage power over the published one: V x I_off(V) (DIBL) x area."""
+        def make():
+            v = self.supply_v
+            i_off = 10.0 ** (C.dibl_v_per_v * (v - C.vdd_nominal_v) / (C.subthreshold_mv_per_decade * 1e-3))
+            return v / C.vdd_nominal_v * i_off * self.area
+        return self._get("leakage", make)
+
+    @property
+    def clocked_power(self) -> np.ndarray:
+        """Clock-tree power over the published one: C V^2 f (the tree grows with the area)."""
+        return self._get("clocked_power", lambda: self.dynamic_energy * np.asarray(self.f, dtype=float)
+                         / np.asarray(self.f_ref, dtype=float))
+
+    @property
+    def energy_per_op(self) -> np.ndarray:
+        """Energy per operation of a block whose energy lumps switching and leakage: (1 - s) x the
+        dynamic factor + s x the leakage factor x f_ref / f."""
+        def make():
+            s = C.leakage_energy_share
+            inv = np.asarray(self.f_ref, dtype=float) / np.asarray(self.f, dtype=float)
+            return (1 - s) * self.dynamic_energy + s * self.leakage * inv
+        return self._get("energy_per_op", make)
+
+    @property
+    def interleave(self) -> np.ndarray:
+        """Banks a memory array is read across: 1 up to the clock its access reaches at V_max (an
+        access is sensing-limited and not pipelined), then f / f(V_max) banks read in turn."""
+        return self._get("interleave", lambda: np.maximum(1.0, self.ratio / clock_ratio_at(C.vdd_max_v)))
+
+
+class Spread:
+    """A ``Clock`` of a few distinct clocks read per row: ``rows[i]`` is row i's index into
+    ``clock.f``; each factor is computed on the distinct clocks and then gathered (a column of a
+    design grid holds a handful of clocks for thousands of rows)."""
+
+    def __init__(self, clock: Clock, rows: np.ndarray) -> None:
+        self.clock, self.rows, self.f_ref = clock, rows, clock.f_ref
+        self._memo: dict[str, np.ndarray] = {}
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        if name.startswith("_") or not isinstance(getattr(Clock, name, None), property):
+            raise AttributeError(name)
+        hit = self._memo.get(name)
+        if hit is None:
+            hit = self._memo[name] = np.take(getattr(self.clock, name), self.rows)
+        return hit
+
+
+def at(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> Clock | Spread:
+    """``f`` itself when it is already a ``Clock`` (or ``Spread``) against ``f_ref``, else a new
+    one (the functions below take either: a caller pricing one domain many ways passes one)."""
+    if isinstance(f, (Clock, Spread)):
+        if f.f_ref is not f_ref and np.any(f.f_ref != f_ref):
+            raise ValueError(f"a clock against {f.f_ref} priced against {f_ref}")
+        return f
+    if isinstance(f, (int, float)) and isinstance(f_ref, (int, float)):
+        return _scalar_clock(float(f), float(f_ref), _law())
+    return Clock(f, f_ref)
+
+
+def _law() -> tuple[float, ...]:
+    """The constants the factors read (a model-uncertainty draw may override them)."""
+    return (C.vth_v, C.alpha_power, C.vdd_min_v, C.vdd_max_v, C.vdd_nominal_v, C.latch_overhead_fraction,
+            C.pipeline_register_area_fraction, C.dibl_v_per_v, C.subthreshold_mv_per_decade, C.leakage_energy_share)
+
+
+@functools.lru_cache(maxsize=SCALAR_CLOCKS)
+def _scalar_clock(f: float, f_ref: float, law: tuple[float, ...]) -> Clock:
+    """One clock of the scalar path, kept: a design prices each of its clocks many times (every
+    router of its floorplan) and a study's designs share a few clocks."""
+    return Clock(f, f_ref)
+
+
+def supply_v(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
     """Supply voltage a block needs at clock ``f``, anchored at ``f_ref`` = V_nom (same units),
     within [V_min, V_max]; exactly V_nom at ``f_ref`` and V_min at or below the clock V_min reaches."""
-    ratio = np.asarray(f, dtype=float) / np.asarray(f_ref, dtype=float)
-    v = _solve_v(ratio)
-    v = np.where(ratio <= clock_ratio_at(C.vdd_min_v), C.vdd_min_v, v)
-    return _out(np.where(np.abs(ratio - 1.0) <= 1e-12, C.vdd_nominal_v, v))
+    return _out(at(f, f_ref).supply_v)
 
 
-def pipeline_depth_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
-    """Pipeline depth over the published one that clock ``f`` needs: 1 up to the clock reached
-    at V_max, then (1 - h) / (f(V_max) / f - h); infinite at and above f(V_max) / h (no
-    pipeline reaches it)."""
-    h = C.latch_overhead_fraction
-    over = np.asarray(f, dtype=float) / np.asarray(f_ref, dtype=float) / clock_ratio_at(C.vdd_max_v)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        need = np.where(1.0 / over > h, (1.0 - h) / (1.0 / over - h), np.inf)
-    return _out(np.where(over <= 1.0, 1.0, need))
+def pipeline_depth_factor(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
+    """Pipeline depth over the published one that clock ``f`` needs (``Clock.pipeline_depth``)."""
+    return _out(at(f, f_ref).pipeline_depth)
 
 
-def area_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
-    """Area of a clocked block at ``f`` over its area at ``f_ref``: the registers of the extra
-    pipeline stages."""
-    return _out(1.0 + C.pipeline_register_area_fraction * (pipeline_depth_factor(f, f_ref) - 1.0))
+def area_factor(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
+    """Area of a clocked block at ``f`` over its area at ``f_ref`` (``Clock.area``)."""
+    return _out(at(f, f_ref).area)
 
 
-def dynamic_energy_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
-    """Energy per operation at ``f`` over the published one: (V / V_nom)^2 x switched capacitance."""
-    v = supply_v(f, f_ref)
-    return _out((np.asarray(v) / C.vdd_nominal_v) ** 2 * area_factor(f, f_ref))
+def dynamic_energy_factor(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
+    """Energy per operation at ``f`` over the published one (``Clock.dynamic_energy``)."""
+    return _out(at(f, f_ref).dynamic_energy)
 
 
-def leakage_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
-    """Leakage power at ``f`` over the published one: V x I_off(V) (DIBL) x area."""
-    v = np.asarray(supply_v(f, f_ref))
-    dv = v - C.vdd_nominal_v
-    i_off = 10.0 ** (C.dibl_v_per_v * dv / (C.subthreshold_mv_per_decade * 1e-3))
-    out = v / C.vdd_nominal_v * i_off * area_factor(f, f_ref)
-    return float(out) if np.ndim(out) == 0 else out
+def leakage_factor(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
+    """Leakage power at ``f`` over the published one (``Clock.leakage``)."""
+    return _out(at(f, f_ref).leakage)
 
 
-def clocked_power_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
-    """Clock-tree power at ``f`` over the published one: C V^2 f (the tree grows with the area)."""
-    out = dynamic_energy_factor(f, f_ref) * np.asarray(f, dtype=float) / np.asarray(f_ref, dtype=float)
-    return float(out) if np.ndim(out) == 0 else out
+def clocked_power_factor(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
+    """Clock-tree power at ``f`` over the published one (``Clock.clocked_power``)."""
+    return _out(at(f, f_ref).clocked_power)
 
 
-def energy_per_op_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
+def energy_per_op_factor(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
     """Energy per operation at ``f`` over the published one for a block whose energy lumps
-    switching and leakage: (1 - s) x the dynamic factor + s x the leakage factor x f_ref / f."""
-    s = C.leakage_energy_share
-    ratio = np.asarray(f_ref, dtype=float) / np.asarray(f, dtype=float)
-    return _out((1 - s) * np.asarray(dynamic_energy_factor(f, f_ref))
-                + s * np.asarray(leakage_factor(f, f_ref)) * ratio)
+    switching and leakage (``Clock.energy_per_op``)."""
+    return _out(at(f, f_ref).energy_per_op)
 
 
-def interleave_factor(f: float | np.ndarray, f_ref: float | np.ndarray) -> float | np.ndarray:
-    """Banks a memory array is read across at clock ``f``: 1 up to the clock its access reaches
-    at V_max (an access is sensing-limited and not pipelined), then f / f(V_max) banks read in
-    turn, each with its own sense amplifiers and decoders (continuous: the mean over a unit)."""
-    over = np.asarray(f, dtype=float) / np.asarray(f_ref, dtype=float) / clock_ratio_at(C.vdd_max_v)
-    return _out(np.maximum(1.0, over))
+def interleave_factor(f: float | np.ndarray | Clock | Spread, f_ref: float | np.ndarray) -> float | np.ndarray:
+    """Banks a memory array is read across at clock ``f`` (``Clock.interleave``)."""
+    return _out(at(f, f_ref).interleave)

@@ -7,6 +7,7 @@ knob; ``bands`` evaluates a design once per draw and reports, for every numeric 
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -97,13 +98,38 @@ def bands(run: Callable[[dict[str, Any]], Mapping[str, Any]], n: int, seed: int 
     return quantiles(out)
 
 
-def point_bands(point, n: int, seed: int = 0) -> dict[str, dict[str, float]]:
+CONSTANTS_KEY = "__model_constants__"      # a task's drawn constants, carried with its design
+
+
+def evaluate_drawn(evaluate: Callable[[Mapping[str, Any], Sequence[str]], dict], design: Mapping[str, Any],
+                   models: Sequence[str]) -> dict:
+    """``evaluate(design, models)`` with the draw's constants (``design[CONSTANTS_KEY]``) set:
+    a task another process can run (module level: picklable)."""
+    design = dict(design)
+    consts = design.pop(CONSTANTS_KEY, {})
+    with C.overridden(consts):
+        return evaluate(design, models)
+
+
+def evaluate_flat(design: Mapping[str, Any], models: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``{model: metrics}`` of a design given as flat knobs."""
+    from dse.pipeline.evaluate import evaluate
+    from dse.spec import DesignPoint
+    return {m: dict(evaluate(DesignPoint.from_dict({**design, "model": m})).metrics) for m in models}
+
+
+RunMany = Callable[[Callable[[Mapping[str, Any], Sequence[str]], dict], list], list[dict]]
+
+
+def point_bands(point, n: int, seed: int = 0, run_many: RunMany | None = None) -> dict[str, dict[str, float]]:
     """Bands of every numeric metric of one design (a catalog-trace design keeps its trace).
 
     A design on a trace file or on the catalog's unions keeps its workload in every draw (the
     workload unknowns move only a synthetic trace), so when the other sampled unknowns are all
     arithmetic after the schedule, its placement and schedule are computed once and only the
-    later stages run per draw (``evaluate.evaluate_arithmetic_draws``)."""
+    later stages run per draw (``evaluate.evaluate_arithmetic_draws``). A synthetic-trace design
+    generates each draw's trace: with ``run_many(fn, tasks)`` (the CLI's ``--jobs``: the engine's
+    worker processes) the draws are evaluated side by side, each exactly as here."""
     from dse.pipeline.evaluate import POST_SCHEDULE_CONSTANTS, evaluate, evaluate_arithmetic_draws
 
     sampled = [u.name for u in unknowns() if u.sampled]
@@ -114,6 +140,13 @@ def point_bands(point, n: int, seed: int = 0) -> dict[str, dict[str, float]]:
             with applied(ds[i]):
                 return dict(f().metrics)
         return quantiles(evaluate_arithmetic_draws(point, run_draw, n))
+
+    if run_many is not None and point.trace == "synthetic" and n > 1:
+        kinds = {u.name: u.kind for u in unknowns()}
+        tasks = [({**point.to_dict(), **{k: v for k, v in d.items() if kinds[k] == "knob"},
+                   CONSTANTS_KEY: {k: v for k, v in d.items() if kinds[k] == "constant"}}, (point.model,))
+                 for d in draws(n, seed)]
+        return quantiles([r[point.model] for r in run_many(functools.partial(evaluate_drawn, evaluate_flat), tasks)])
 
     def run(knobs: dict[str, Any]) -> Mapping[str, Any]:
         kn = knobs if point.trace == "synthetic" else {k: v for k, v in knobs.items() if k != "trace_seed"}

@@ -11,11 +11,12 @@ import numpy as np
 
 from dse.catalog import get_gpu, gpus
 from dse.constants import C
-from dse.hardware import area, core, cost, die, network, node, package, power, unit
+from dse.hardware import area, clock, core, cost, die, network, node, package, power, unit
 from dse.units import BITS_PER_GB, NS_PER_US
+from dse.vector import structure
 from dse.vector.columns import Columns, categories
-from dse.vector.groups import memo, per_key
-from dse.vector.structure import Models, geometry_keys
+from dse.vector.groups import few_values, folded, is_constant, lookup, memo, per_key
+from dse.vector.structure import Models, geometry_keys, pool_keys, pool_of
 from dse.vector.table import Table
 
 LEVELS = ("unit_io", "core_mesh", "die_noc", "d2d", "node")
@@ -39,10 +40,15 @@ def _streams(units_in_core: int) -> tuple[float, float, float]:
             core.streams_closed_form(units_in_core, C.core_mesh_peak_streams_per_unit))
 
 
-@memo
 def _side(side: int) -> tuple:
+    """A core side's closed-form stream counts (``_streams``) and mesh factors."""
+    return (*_streams(int(core.units_per_core(side))), *_mesh_factors(side, C.stretch_per_hop))
+
+
+@memo
+def _mesh_factors(side: int, stretch_per_hop: float) -> tuple:
     return (core.unicast_source_port_factor(core.units_per_core(side)), core.unicast_traffic_factor(side),
-            core.stretch_hop_factor(side, C.stretch_per_hop), core.multicast_tree_depth_hops(side))
+            core.stretch_hop_factor(side, stretch_per_hop), core.multicast_tree_depth_hops(side))
 
 
 @memo
@@ -65,14 +71,13 @@ def die_noc_per_layer(side: int, ux: int, uy: int, remainder: str, model: str, b
     return k_die, tokens_die, max(loads.values(), default=0.0), sum(loads.values())
 
 
-def _core_mesh(c: Columns, t: Table, x: dict, ran: np.ndarray, core_link: np.ndarray) -> None:
+def _core_mesh(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray, core_link: np.ndarray) -> None:
     """Core mesh: multicast read-outs at the closed-form stream counts; round stretch."""
     side = c["core_side"]
     put = lambda name, v, kind=None: t.put(name, v, ran, kind)          # noqa: E731
     stream = x["u_bw"]
-    s_mean, s_p99, s_peak = per_key(_streams, x["upc"])
+    s_mean, s_p99, s_peak, uni_port, uni_traffic, hop, depth = per_key(_side, side, cache=M.kept("side"))
     prov = core.core_mesh_provision_gbps(side, core_link)
-    uni_port, uni_traffic, hop, depth = per_key(_side, side)
     peak = core.multicast_demand_gbps(s_peak, stream)
     put("core_mesh_streams_source", np.array("closed_form", dtype=object), "str")
     put("multicast_stream_gbps", stream)
@@ -102,7 +107,7 @@ def _core_mesh(c: Columns, t: Table, x: dict, ran: np.ndarray, core_link: np.nda
 def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
     """Stage 40: per-level demand against provision, round stretch."""
     B, tl, mi = c["batch"], x["t_layer"], x["mi"]
-    d = M.hidden[mi]
+    d = lookup(M.hidden, mi)
     act_b, psum_b = C.act_bytes_per_element, C.psum_bytes_per_element
     core_link = core.link_gbps(c["core_mesh_link_bits"], c["noc_ghz"])
     noc_link = core.link_gbps(c["die_noc_link_bits"], c["noc_ghz"])
@@ -111,11 +116,11 @@ def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
     put("unit_io_gbps", u_io)
     _level(t, ran, "unit_io", u_io, core_link, x)
 
-    _core_mesh(c, t, x, ran, core_link)
+    _core_mesh(c, M, t, x, ran, core_link)
     rem, order = categories("core_remainder"), categories("reduction_order")
     k_die, tok_die, busiest_b, all_b = per_key(
         lambda s, ux, uy, r, m, b, o: die_noc_per_layer(s, ux, uy, rem[r], M.names[m], b, order[o]),
-        *geometry_keys(c), mi, B, c["reduction_order"])
+        *geometry_keys(c), mi, B, c["reduction_order"], cache=M.kept("die_noc"))
     busiest = die.die_noc_busiest_link_gbps({"busiest": busiest_b}, tl)
     put("experts_per_token_on_die", k_die)
     put("die_noc_tokens_per_layer", tok_die)
@@ -123,13 +128,14 @@ def network_stage(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
     _level(t, ran, "die_noc", busiest, noc_link, x)
     x["die_noc_bytes"] = all_b
 
-    per_layer = M.experts[mi] + M.shared[mi]
-    span = per_key(package.layer_die_span, x["tp"], per_layer, x["units"])
-    dpp = c["dies_per_package"]
-    d2d_bpt, node_bpt = per_key(
-        lambda tp, s, p, m, o: package.merge_crossings(int(tp), int(s) // max(1, int(tp)), int(p), int(M.top_k[m]),
-                                                       order[o]).bytes_per_token(int(M.hidden[m]), act_b, psum_b),
-        x["tp"], span, dpp, mi, c["reduction_order"])
+    span, dpp = x["span"], c["dies_per_package"]
+    pool, shard = pool_of(M, rem), structure.shard_of(M)
+
+    def crossings(m, dep, s, ux, uy, r, p, o):
+        tp, sp = int(shard(m, dep)[3]), pool(m, dep, s, ux, uy, r)[2]
+        return package.merge_crossings(tp, sp // max(1, tp), int(p), int(M.top_k[m]),
+                                       order[o]).bytes_per_token(int(M.hidden[m]), act_b, psum_b)
+    d2d_bpt, node_bpt = per_key(crossings, *pool_keys(c), dpp, c["reduction_order"], cache=M.kept("crossings"))
     per_die, per_layer_ns = np.maximum(1, span), tl * NS_PER_US       # = package.crossing_gbps_per_die
     d2d = B * d2d_bpt / per_die / per_layer_ns
     resid = node.node_residual_gbps(B, d, act_b, tl)
@@ -156,7 +162,8 @@ def _core_mesh_mm2(side: int, ux: int, uy: int, remainder: str, bits: int, ghz: 
 
 
 @memo
-def _die_noc_mm2(gx: int, gy: int, bits: int, side: int, ux: int, uy: int, ghz: float) -> float:
+def _die_noc_mm2(side: int, ux: int, uy: int, remainder: str, bits: int, ghz: float) -> float:
+    gx, gy = die.core_grid(side, ux, uy, remainder)
     px, py = network.unit_pitch_mm(ux, uy)
     return network.die_noc_area_mm2(gx, gy, bits, side * px, side * py, ghz)
 
@@ -167,23 +174,39 @@ def delivered_stage(t: Table, ran: np.ndarray) -> None:
         t.put_none(k, ran)
 
 
+def clocks(c: Columns) -> tuple:
+    """The macro, PE and network clock domains: one ``Clock`` per clock column, its supply solved
+    once for every factor that prices it: once in all for a column holding one value, once per
+    distinct clock for a column of a few (``clock.Spread``)."""
+    return (_clock(c["macro_mhz"], C.ref_macro_mhz), _clock(c["pe_mhz"], C.ref_pe_mhz),
+            _clock(c["noc_ghz"], C.ref_noc_ghz))
+
+
+def _clock(col: np.ndarray, ref: float):
+    few = None if is_constant(col) else few_values(col)
+    if few is not None:
+        return clock.Spread(clock.Clock(few[0], ref), few[1])
+    return clock.Clock(folded(col), ref)
+
+
 def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.ndarray:
     """Stage 50: die area and power; returns the rows still feasible (die within budget)."""
-    side, w, ux, uy = c["core_side"], c["tile_width"], c["die_units_x"], c["die_units_y"]
+    side, w = c["core_side"], c["tile_width"]
     rem = categories("core_remainder")
     cm_bits, noc_bits = c["core_mesh_link_bits"], c["die_noc_link_bits"]
-    gx, gy = x["gx"], x["gy"]
     ghz = c["noc_ghz"]
+    mac, pe, noc = clocks(c)
     core_mesh = per_key(lambda s, a, b, r, bits, f: _core_mesh_mm2(s, a, b, rem[r], bits, f), *geometry_keys(c),
-                        cm_bits, ghz)
-    die_noc = per_key(_die_noc_mm2, gx, gy, noc_bits, side, ux, uy, ghz)
+                        cm_bits, ghz, cache=M.kept("core_mesh_mm2"))
+    die_noc = per_key(lambda s, a, b, r, bits, f: _die_noc_mm2(s, a, b, rem[r], bits, f), *geometry_keys(c),
+                      noc_bits, ghz, cache=M.kept("die_noc_mm2"))
     queue = np.where(c.is_("fetch", "load_aware"), c["fetch_queue_depth"], 0)
     parts_mm2 = {
         "reram_area_mm2": area.reram_area_mm2(x["die_cap"]),
         "read_periphery_area_mm2": area.read_periphery_mm2(x["units"], c["n_macros"], c["macro_width_bits"],
-                                                           c["macro_mhz"]),
-        "pe_area_mm2": area.pe_area_mm2(x["units"], w, c["pe_mhz"]),
-        "fetch_buffer_area_mm2": area.fetch_buffer_mm2(x["n_cores"], queue, w, M.hidden[c["model"]]),
+                                                           mac),
+        "pe_area_mm2": area.pe_area_mm2(x["units"], w, pe),
+        "fetch_buffer_area_mm2": area.fetch_buffer_mm2(x["n_cores"], queue, w, lookup(M.hidden, c["model"])),
         "group_share_area_mm2": area.group_share_mm2(x["n_cores"], c["pe_groups_per_core"], x["upc"],
                                                      c["n_macros"] * c["macro_width_bits"]),
         "core_mesh_area_mm2": core_mesh,
@@ -196,11 +219,11 @@ def area_power(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> np.
     unit_hops = x["units"] * x["u_io"] * BITS_PER_GB * np.maximum(0, side - 1)   # = network.unit_io_bit_hops_per_s
     noc_hops = network.link_loads_bit_hops_per_s([x["die_noc_bytes"]], tl)
     parts_w = {
-        "reram_power_w": power.reram_power_w(x["die_bw"], read_activity, c["macro_mhz"]),
-        "pe_power_w": power.pe_power_w(x["die_fl"], mfu, c["pe_mhz"]),
+        "reram_power_w": power.reram_power_w(x["die_bw"], read_activity, mac),
+        "pe_power_w": power.pe_power_w(x["die_fl"], mfu, pe),
         "core_mesh_power_w": network.fabric_power_w(core_mesh, network.core_mesh_bit_hops_per_s(stream_hops, unit_hops),
-                                                    ghz),
-        "die_noc_power_w": network.fabric_power_w(die_noc, noc_hops, ghz),
+                                                    noc),
+        "die_noc_power_w": network.fabric_power_w(die_noc, noc_hops, noc),
         "d2d_io_power_w": network.d2d_io_power_w(c["d2d_gbps_per_die"], c["node_gbps"]),
     }
     die_area = sum(parts_mm2.values())
@@ -231,7 +254,7 @@ def cost_stage(c: Columns, M: Models, t: Table, x: dict, rows: np.ndarray) -> No
     """Stage 60: die / pool cost, dollars per million tokens (ours and the GPU baselines')."""
     die_usd = cost.die_cost_usd(C.die_width_mm, C.die_height_mm)
     pool_usd = per_key(lambda n, p, q: cost.pool_cost_usd(n, die_usd, p, q, C.die_width_mm, C.die_height_mm),
-                       x["dies"], c["dies_per_package"], c["packages_per_node"])
+                       x["dies"], c["dies_per_package"], c["packages_per_node"], cache=M.kept("pool_cost"))
     t_tok, pool_w = x["t_ffn"], x["pool_w"]
     t.put("dies_per_wafer", cost.gross_dies_per_wafer(C.die_width_mm, C.die_height_mm), rows)
     t.put("die_yield", cost.murphy_yield(C.die_width_mm * C.die_height_mm, C.defect_density_per_cm2), rows)

@@ -19,7 +19,7 @@ from dse.mapping import sharding
 from dse.performance import balance, baselines, energy, latency, serving
 from dse.units import BYTES_PER_GB, BYTES_PER_MB, FLOPS_PER_GFLOP, GB_PER_PB, GB_PER_TB, GIB, MIB
 from dse.vector.columns import Columns, categories
-from dse.vector.groups import memo, per_key
+from dse.vector.groups import kept, lookup, memo, per_key
 from dse.vector.table import Table
 from dse.workload.union import union_closed_form
 
@@ -40,18 +40,27 @@ class Models:
     attention: np.ndarray          # bool: AF-serving shape known
     kv_bytes: np.ndarray
     non_expert_bytes: np.ndarray
+    instances: np.ndarray
+    sig: tuple = ()                # the shapes and the constants: what per-key results depend on
 
     @classmethod
     def current(cls) -> Models:
         names = categories("model")
         ms = [get_model(n) for n in names]
         arr = lambda f, dt=np.int64: np.array([f(m) for m in ms], dtype=dt)  # noqa: E731
-        return cls(names, arr(lambda m: m.hidden), arr(lambda m: m.expert_intermediate), arr(lambda m: m.experts),
-                   arr(lambda m: m.shared_experts), arr(lambda m: m.top_k), arr(lambda m: m.moe_layers),
-                   arr(lambda m: m.expert_bytes), arr(lambda m: m.router_bytes), arr(lambda m: m.ffn_weight_bytes),
-                   arr(lambda m: bool(m.attention), bool),
-                   arr(lambda m: (m.attention or {}).get("kv_bytes_per_ctx_token", 0.0), float),
-                   arr(lambda m: (m.attention or {}).get("non_expert_bytes", 0.0), float))
+        out = cls(names, arr(lambda m: m.hidden), arr(lambda m: m.expert_intermediate), arr(lambda m: m.experts),
+                  arr(lambda m: m.shared_experts), arr(lambda m: m.top_k), arr(lambda m: m.moe_layers),
+                  arr(lambda m: m.expert_bytes), arr(lambda m: m.router_bytes), arr(lambda m: m.ffn_weight_bytes),
+                  arr(lambda m: bool(m.attention), bool),
+                  arr(lambda m: (m.attention or {}).get("kv_bytes_per_ctx_token", 0.0), float),
+                  arr(lambda m: (m.attention or {}).get("non_expert_bytes", 0.0), float),
+                  arr(lambda m: m.expert_instances))
+        out.sig = (tuple(ms), tuple(getattr(C, k.name) for k in C.all()))          # the models whole
+        return out
+
+    def kept(self, tag: str) -> dict:
+        """``groups.kept`` for the per-key results ``tag`` under these models and constants."""
+        return kept((tag, self.sig))
 
 
 @memo
@@ -66,6 +75,35 @@ def _shard(hidden: int, d_ff: int, depth: int) -> tuple:
     s = sharding.shard(hidden, d_ff, depth)
     return (s.feasible, s.chunk_columns, s.chunks_per_expert, s.tp_degree, s.chunks_per_unit,
             s.d_used_columns, s.array_utilization)
+
+
+@memo
+def _pool(weight_bytes: int, instances: int, hidden: int, d_ff: int, per_layer: int, depth: int, side: int,
+          ux: int, uy: int, remainder: str) -> tuple[int, int, int]:
+    """(dies by capacity, dies by packing, dies one layer spans) of a model shape, array depth and
+    floorplan: keyed by the knobs themselves, so a table groups its rows once for all three."""
+    units = die.active_units(side, ux, uy, remainder)
+    tp = _shard(hidden, d_ff, depth)[3]
+    return (sharding.dies_by_capacity(weight_bytes, die.die_capacity_bytes(units, unit.unit_capacity_bytes(depth))),
+            sharding.dies_by_packing(instances, tp, units), package.layer_die_span(tp, per_layer, units))
+
+
+def pool_keys(c: Columns) -> list[np.ndarray]:
+    """The knobs a pool's die counts depend on: model, array depth, floorplan."""
+    return [c["model"], c["array_depth"], *geometry_keys(c)]
+
+
+def shard_of(M: Models):
+    """``_shard`` of a row's (model, array depth)."""
+    return lambda m, dep: _shard(int(M.hidden[m]), int(M.d_ff[m]), dep)
+
+
+def pool_of(M: Models, rem_names: tuple[str, ...]):
+    """``_pool`` of a row's ``pool_keys`` values."""
+    def fn(m: int, dep: int, s: int, ux: int, uy: int, r: int) -> tuple[int, int, int]:
+        return _pool(int(M.weight_bytes[m]), int(M.instances[m]), int(M.hidden[m]), int(M.d_ff[m]),
+                     int(M.experts[m] + M.shared[m]), dep, s, ux, uy, rem_names[r])
+    return fn
 
 
 def geometry_keys(c: Columns) -> list[np.ndarray]:
@@ -96,13 +134,12 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     side, w = c["core_side"], c["tile_width"]
     rem_names = categories("core_remainder")
     units, cores, gx, gy, rem_units, grid, n_shapes = per_key(
-        lambda s, ux, uy, r: _geometry(s, ux, uy, rem_names[r]), *geometry_keys(c))
+        lambda s, ux, uy, r: _geometry(s, ux, uy, rem_names[r]), *geometry_keys(c), cache=M.kept("geometry"))
     caps, bws, fls = levels(c, units)
     u_bw, u_fl = bws["unit"], fls["unit"]
     bal = unit.balance_flop_per_byte(u_fl, u_bw)
     t_col = unit.t_col_ns(c["n_macros"], c["macro_width_bits"], c["macro_mhz"], c["read_bw_scale"])
-    ok, cc, nc, tp, cpu, d_used, util = per_key(lambda m, dep: _shard(int(M.hidden[m]), int(M.d_ff[m]), dep),
-                                                mi, c["array_depth"])
+    ok, cc, nc, tp, cpu, d_used, util = per_key(shard_of(M), mi, c["array_depth"], cache=M.kept("shard"))
     ok = ok.astype(bool)
     t.put("run_batch", c["batch"])
     t.put("t_col_ns", t_col)
@@ -114,7 +151,7 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     t.put("roofline_cap", np.minimum(1.0, 2.0 * w / bal))          # = unit.roofline_cap
     t.put("chunk_columns", cc)
     t.put("chunks_per_expert", nc)
-    t.put("ffn_weight_gib", M.weight_bytes[mi] / GIB)
+    t.put("ffn_weight_gib", lookup(M.weight_bytes, mi) / GIB)
     for lvl in ("unit", "core", "die", "package", "node"):
         t.put(f"{lvl}_capacity_mib", caps[lvl] / MIB)
         t.put(f"{lvl}_read_gbps", np.asarray(bws[lvl], dtype=float))
@@ -126,13 +163,9 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
         g_col = c["pe_groups_per_core"]
         t.infeasible(groups_bad, lambda i: f"pe_groups_per_core {g_col[i]} exceeds units per core {upc[i]}")
     if not ok.all():
-        hid, dep = M.hidden[mi], c["array_depth"]
+        hid, dep = lookup(M.hidden, mi), c["array_depth"]
         t.infeasible(~ok, lambda i: f"chunk of {cc[i]} columns (3 x d = 3 x {hid[i]}) exceeds array_depth {dep[i]}")
-    dies_cap = per_key(lambda m, n_units, dep: sharding.dies_by_capacity(
-        int(M.weight_bytes[m]), die.die_capacity_bytes(n_units, unit.unit_capacity_bytes(dep))),
-        mi, units, c["array_depth"])
-    dies_pack = per_key(lambda m, tp_, n_units: sharding.dies_by_packing(
-        get_model(M.names[m]).expert_instances, tp_, n_units), mi, tp, units)
+    dies_cap, dies_pack, span = per_key(pool_of(M, rem_names), *pool_keys(c), cache=M.kept("pool"))
     dies = np.where(c.is_("die_count_rule", "capacity"), dies_cap, dies_pack)
     dies = np.where(ok, dies, 0)
     t.put("tp_degree", np.where(ok, tp, 0))
@@ -146,13 +179,14 @@ def structure(c: Columns, M: Models, t: Table, x: dict) -> None:
     t.put("pool_read_tbps", dies * bws["die"] / GB_PER_TB, ok)
     x.update(mi=mi, units=units, upc=upc, gx=gx, gy=gy, n_cores=n_shapes, u_bw=u_bw, die_bw=bws["die"],
              die_fl=fls["die"], die_cap=caps["die"], bal=bal, t_col=t_col, tp=tp, cpu=cpu, d_used=d_used,
-             dies=dies, mapped=ok)
+             dies=dies, mapped=ok, span=span)
 
 
 def routing(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
     """Stage 20 with ``trace = 'catalog'``: the closed-form U(B)."""
     names = M.names
-    u, src = per_key(lambda m, b: union_closed_form(get_model(names[m]), b), x["mi"], c["batch"])
+    u, src = per_key(lambda m, b: union_closed_form(get_model(names[m]), b), x["mi"], c["batch"],
+                     cache=M.kept("union"))
     u = np.asarray(u, dtype=float)
     t.put("union_experts", u, ran)
     t.put("union_source", src, ran, kind="str")
@@ -162,7 +196,7 @@ def routing(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
 def performance(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
     """Stage 30: t_layer, per-token latency, energy, GPU baselines, AF serving."""
     mi, B, u, dies = x["mi"], c["batch"], x["union"], x["dies"]
-    layers, eb, rb, k = M.layers[mi], M.expert_bytes[mi], M.router_bytes[mi], M.top_k[mi]
+    layers, eb, rb, k = (lookup(a, mi) for a in (M.layers, M.expert_bytes, M.router_bytes, M.top_k))
     t_layer = latency.t_layer_us(x["d_used"], x["t_col"])
     tok_bytes = latency.weight_bytes_per_token(latency.weight_bytes_per_step(layers, u, eb, rb), B)
     pool_bw = dies * x["die_bw"]
@@ -193,12 +227,12 @@ def gpu_baselines(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
         put(f"{key}_dies_iso_compute", n_c)
         put(f"{key}_dies_iso_bandwidth", baselines.gpus_iso_bandwidth(pool_bw * BYTES_PER_GB, g.read_bps))
         # per model, then looked up per row (elementwise: the same values)
-        put(f"{key}_dies_iso_capacity", baselines.gpus_iso_capacity(M.weight_bytes, g.capacity_gib * GIB)[mi])
+        put(f"{key}_dies_iso_capacity", lookup(baselines.gpus_iso_capacity(M.weight_bytes, g.capacity_gib * GIB), mi))
         put(f"{key}_us_per_token", t_g)
         put(f"speedup_vs_{key}", t_g / t_ffn)
         put(f"{key}_weight_energy_uj_per_token", energy.energy_uj(tok_bytes, g.hbm_pj_per_byte))
         put(f"{key}_flop_per_byte", fpb)
-        put(f"{key}_knee_batch", np.asarray(balance.knee_batch(fpb, M.experts, M.top_k), dtype=float)[mi])
+        put(f"{key}_knee_batch", lookup(np.asarray(balance.knee_batch(fpb, M.experts, M.top_k), dtype=float), mi))
         put(f"{key}_pool_power_w_iso_compute", n_c * g.board_power_w)
         gpu_t[key] = (n_c, t_g)
     x["gpu"] = gpu_t
@@ -206,17 +240,17 @@ def gpu_baselines(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> 
 
 def af_serving(c: Columns, M: Models, t: Table, x: dict, ran: np.ndarray) -> None:
     """Stage 30, continued: attention-FFN disaggregated serving (models with an attention shape)."""
-    _af_serving(c, M, t, x, ran & M.attention[x["mi"]])
+    _af_serving(c, M, t, x, ran & lookup(M.attention, x["mi"]))
 
 
 def _af_serving(c: Columns, M: Models, t: Table, x: dict, rows: np.ndarray) -> None:
     mi, B, t_ffn = x["mi"], c["batch"], x["t_ffn"]
     keys = categories("attn_gpu")
     ag = c["attn_gpu"]
-    flops = np.array([get_gpu(k).flops for k in keys])[ag]
-    read = np.array([get_gpu(k).read_bps for k in keys])[ag]
+    flops = lookup([get_gpu(k).flops for k in keys], ag)
+    read = lookup([get_gpu(k).read_bps for k in keys], ag)
     n_att = baselines.gpus_iso_compute(x["pool_gflops"] * FLOPS_PER_GFLOP, flops)
-    t_att = serving.t_attn_us(c["context"], B, M.kv_bytes[mi], M.non_expert_bytes[mi], n_att * read)
+    t_att = serving.t_attn_us(c["context"], B, lookup(M.kv_bytes, mi), lookup(M.non_expert_bytes, mi), n_att * read)
     t_gpu = np.zeros(c.n)
     for j, key in enumerate(keys):
         if key in x["gpu"]:

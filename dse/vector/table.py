@@ -15,6 +15,30 @@ import numpy as np
 FLOAT, INT, BOOL, STR, NONE = "float", "int", "bool", "str", "none"
 
 
+@dataclass(frozen=True)
+class Categorical:
+    """A string metric held as codes into a few labels: ``labels[codes[i]]`` is row i's value (no
+    Python object per row; ``np.asarray`` builds the object array when asked)."""
+    codes: np.ndarray
+    labels: np.ndarray                     # object array of str
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.codes.shape
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, i):
+        return self.labels[self.codes[i]]
+
+    def __array__(self, dtype=None, copy=None):
+        return np.take(self.labels, self.codes).astype(dtype or object, copy=False)
+
+    def tolist(self) -> list:
+        return np.take(self.labels, self.codes).tolist()
+
+
 @dataclass
 class Table:
     n: int
@@ -25,7 +49,11 @@ class Table:
     reasons: list[tuple[np.ndarray, Any]] = field(default_factory=list)  # (rows, formatter)
 
     def put(self, name: str, value: Any, where: np.ndarray | None = None, kind: str | None = None) -> None:
-        """Store metric ``name`` (an array or one value for every row) for the rows ``where``."""
+        """Store metric ``name`` (an array, a ``Categorical`` or one value for every row) for the
+        rows ``where``."""
+        if isinstance(value, Categorical):
+            self.values[name], self.kinds[name], self.present[name] = value, STR, where
+            return
         arr = np.asarray(value)
         if arr.ndim == 0:       # one value for every row: a read-only view, no copy
             arr = np.broadcast_to(arr, (self.n,))
@@ -132,7 +160,7 @@ def _py_list(arr: np.ndarray, kind: str, n: int) -> list[Any]:
         return [None] * n
     if kind == FLOAT:
         return arr.astype(np.float64).tolist()
-    if kind == INT and arr.dtype.kind in "iu" or kind == BOOL and arr.dtype == bool:
+    if kind == INT and arr.dtype.kind in "iu" or kind == BOOL and arr.dtype == bool or isinstance(arr, Categorical):
         return arr.tolist()
     return [_py(arr[i], kind) for i in range(n)]
 

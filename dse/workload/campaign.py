@@ -46,7 +46,7 @@ SEARCH_ITERS = 24              # iterations of the bracketed secant (Illinois) s
 BRACKET_STEP = 0.25            # relative step widening the search bracket around scale 1
 DEFAULT_STEPS, DEFAULT_SEED = 64, 0     # calibration trace when synth.toml does not say
 SCALES_FILE = ("profiles", "campaign_scales.toml")     # recorded answers of the search
-SCALE_FORMAT = 1                # bump when the search's answer changes meaning
+SCALE_FORMAT = 2                # bump when the search's answer changes meaning (2: issue 49 sampler)
 KEY_HEX_CHARS = 32
 SCALES_HEADER = ("# Skew scales of the campaign positions -1 / +1 (dse/workload/campaign.py, scale_range), recorded\n"
                  "# so a run need not search them (22 s of CPU for the 397B). Used only while `key` matches the\n"

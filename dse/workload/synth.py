@@ -20,8 +20,10 @@ is near uniform):
   request ends with probability ``turnover`` per step and a new one draws a new topic); a topic
   boosts ``topic_experts`` experts per layer by ``topic_boost`` in log-popularity, so the experts
   of one topic fire together (random sets, or grown from the profile's measured top pairs);
-* routing: each token takes the top-k of log-popularity + Gumbel noise, i.e. k experts without
-  replacement from the softmax (Plackett-Luce), distinct by construction.
+* routing: each token takes k experts without replacement from the softmax of its logits
+  (Plackett-Luce), distinct by construction: the law of the top-k of log-popularity + Gumbel
+  noise, drawn since issue 49 from a few uniforms per token (``dse.workload.plackett_luce``)
+  instead of E (the profile fit below still takes the Gumbel top-k).
 
 The parameters of each catalog model with published routing statistics are calibrated
 (:func:`calibrate`, ``dse trace synth --calibrate``) and stored with their targets and achieved
@@ -43,6 +45,7 @@ import tomli_w
 
 from dse.data import load_toml
 from dse.errors import ConfigError
+from dse.workload import plackett_luce
 from dse.workload.topk import topk
 from dse.workload.trace import Trace, TraceMeta, id_dtype
 
@@ -168,8 +171,9 @@ def _rng_child(rng: np.random.Generator) -> np.random.Generator:
 
 def _gumbel_topk(logits: np.ndarray, k: int, rng: np.random.Generator, work: np.ndarray | None = None,
                  scratch: np.ndarray | None = None) -> np.ndarray:
-    """The k largest of logits + Gumbel noise per row (ascending ids; ``topk.topk``). ``work``,
-    ``scratch``: float32 buffers of the logits' shape reused between steps (no fresh pages)."""
+    """The k largest of logits + Gumbel noise per row (ascending ids; ``topk.topk``): the profile
+    fit's sampler (the decode steps draw the same law with ``plackett_luce``). ``work``,
+    ``scratch``: float32 buffers of the logits' shape reused between calls (no fresh pages)."""
     u = rng.random(logits.shape, dtype=np.float32, out=work)
     np.maximum(u, np.float32(GUMBEL_U_FLOOR), out=u)      # -log(-log u), in place: the same values
     np.log(u, out=u)
@@ -246,15 +250,17 @@ class Generator:
         a = np.float32(p.drift_corr)
         innov = np.float32(p.drift * math.sqrt(max(0.0, 1.0 - p.drift_corr ** 2)))
         dt = id_dtype(E)
-        work, scratch = (np.empty((L, B, E), dtype=np.float32) for _ in range(2))
+        layer = np.repeat(np.arange(L), B)
+        topics = plackett_luce.Topics(self.boost)
         done = 0
         while done < n_steps:
             n = min(chunk, n_steps - done)
             out = np.empty((n, L, B, k), dtype=dt)
             for s in range(n):
-                lg = self.boost[:, topic, :]
-                np.add(lg, (self.base + drift)[:, None, :], out=lg)
-                out[s] = _gumbel_topk(lg, k, rng, work, scratch)
+                # a token's logits: its layer's base + drift, its request topic's experts boosted; k
+                # experts without replacement in proportion to exp(logit) (``plackett_luce``)
+                rows = plackett_luce.Boosted(self.base + drift, topics, layer, np.tile(topic, L))
+                out[s] = plackett_luce.sample(rows, L * B, k, rng).reshape(L, B, k)
                 drift = a * drift + innov * rng.standard_normal((L, E), dtype=np.float32)
                 new = rng.random(B) < p.turnover
                 if new.any():

@@ -22,7 +22,7 @@ import numpy as np
 from dse.workload.synth import SYNTH_FILE, default_profile, generate
 from dse.workload.trace import Trace, TraceMeta
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2                          # 2: decode steps drawn by plackett_luce (issue 49)
 CACHE_OFF = ("", "off", "0", "none")      # DSE_CACHE_DIR values that disable the cache
 KEY_HEX_CHARS = 32                        # file-name length of a cache key (128 bits of SHA-256)
 IN_PROCESS_TRACES = 8                     # (measured, profiling) pairs kept per process

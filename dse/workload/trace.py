@@ -339,9 +339,18 @@ def regroup(trace: Trace, batch: int) -> Trace:
 
 
 # -- loads --------------------------------------------------------------------------------------
+LOADS_CHUNK = 1 << 18           # ids counted per pass of ``loads`` (~2 MB of int64 temporaries)
+
+
 def loads(ids: np.ndarray, n_experts: int) -> np.ndarray:
     """Tokens routed to each expert, n_e, per (step, layer): int32 [steps, layers, E]."""
     s, n_layers, b, k = ids.shape
-    off = (np.arange(s * n_layers, dtype=np.int64) * n_experts).reshape(s, n_layers, 1, 1)
-    flat = (ids.astype(np.int64) + off).ravel()
-    return np.bincount(flat, minlength=s * n_layers * n_experts).astype(np.int32).reshape(s, n_layers, n_experts)
+    out = np.empty((s, n_layers, n_experts), dtype=np.int32)
+    step = max(1, LOADS_CHUNK // max(1, n_layers * b * k))     # a few steps at a time: cache-sized temporaries
+    off = (np.arange(step * n_layers, dtype=np.int64) * n_experts).reshape(step, n_layers, 1, 1)
+    for i in range(0, s, step):
+        part = ids[i:i + step]
+        flat = (part.astype(np.int64) + off[:len(part)]).ravel()
+        out[i:i + len(part)] = np.bincount(flat, minlength=len(part) * n_layers * n_experts).reshape(
+            len(part), n_layers, n_experts)
+    return out

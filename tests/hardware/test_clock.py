@@ -96,3 +96,54 @@ def test_supply_table_matches_a_bisection_oracle_elementwise():
     grid = (ratios[:12] * 400.0).reshape(3, 4)
     assert clock.supply_v(grid, 400.0).shape == (3, 4)
     assert clock.supply_v(grid, 400.0)[1, 2] == clock.supply_v(float(grid[1, 2]), 400.0)
+
+
+def test_table_lookup_is_np_interp_to_the_last_bit():
+    """The bucketed lookup finds np.interp's interval without a binary search: the same result,
+    bit for bit, inside, at and around every table point, outside the range, for inf and NaN."""
+    t = clock._table()
+    rng = np.random.default_rng(3)
+    r = t.r
+    x = np.concatenate([rng.uniform(r[0] - 0.2, r[-1] + 0.2, 200_000), r, np.nextafter(r, -np.inf),
+                        np.nextafter(r, np.inf), [np.nan, np.inf, -np.inf, 0.0, -1.0, 1e300, -1e300]])
+    np.testing.assert_array_equal(t.interp(x), np.interp(x, t.r, t.v))
+    for xi in x[::5000].tolist() + [float(r[0]), float(r[-1]), float("inf")]:
+        assert t.interp(xi) == np.interp(xi, t.r, t.v)
+
+
+def test_one_clock_prices_a_domain_as_the_functions_do():
+    """A vectorised caller passes one ``Clock`` to every function pricing its domain: the same
+    values as the functions computing the factors from the clock each time."""
+    f = np.array([50.0, 100.0, 150.0, 200.0, 260.0, 400.0, 900.0])
+    c = clock.Clock(f, 200.0)
+    for fn in (clock.supply_v, clock.pipeline_depth_factor, clock.area_factor, clock.dynamic_energy_factor,
+               clock.leakage_factor, clock.clocked_power_factor, clock.energy_per_op_factor, clock.interleave_factor):
+        np.testing.assert_array_equal(fn(c, 200.0), fn(f, 200.0))
+    assert clock.at(c, 200.0) is c
+    with pytest.raises(ValueError):
+        clock.at(c, 400.0)
+
+
+def test_a_spread_clock_equals_the_clock_of_every_row():
+    """A column of a few clocks priced once per distinct clock and gathered per row (``Spread``):
+    every factor equal to pricing each row."""
+    distinct = np.array([100.0, 200.0, 250.0, 400.0])
+    rows = np.array([3, 0, 0, 2, 1, 3, 2])
+    s, full = clock.Spread(clock.Clock(distinct, 200.0), rows), clock.Clock(distinct[rows], 200.0)
+    for name in ("supply_v", "area", "dynamic_energy", "leakage", "clocked_power", "energy_per_op", "interleave"):
+        np.testing.assert_array_equal(getattr(s, name), getattr(full, name))
+    np.testing.assert_array_equal(clock.energy_per_op_factor(s, 200.0),
+                                  clock.energy_per_op_factor(distinct[rows], 200.0))
+    with pytest.raises(AttributeError):
+        _ = s.no_such_factor
+
+
+def test_kept_scalar_clocks_follow_an_override_of_the_law():
+    """The scalar path keeps its clocks (``at``): a model-uncertainty draw that moves the law's
+    constants gets its own, and the nominal ones come back after it."""
+    nominal = clock.energy_per_op_factor(300.0, 200.0)
+    assert clock.at(300.0, 200.0) is clock.at(300.0, 200.0)
+    with C.overridden({"vth_v": C.vth_v * 1.1, "leakage_energy_share": C.leakage_energy_share * 0.5}):
+        drawn = clock.energy_per_op_factor(300.0, 200.0)
+        assert drawn == clock.Clock(300.0, 200.0).energy_per_op
+    assert drawn != nominal and clock.energy_per_op_factor(300.0, 200.0) == nominal

@@ -77,3 +77,21 @@ def test_shared_schedule_bands_equal_the_per_draw_path(tmp_path, monkeypatch, tr
     assert len(calls) == (7 if trace == "file" else 0)
     assert shared == scalar
     assert shared["t_layer_us"]["p5"] < shared["t_layer_us"]["p95"]            # the draws do move it
+
+
+def test_synthetic_draws_handed_to_other_processes_give_the_same_bands():
+    """``dse evaluate --uncertainty N --jobs J``: each draw a task (knobs and constants with the
+    design, ``evaluate_drawn``) that a worker process evaluates; the same bands as drawing in this
+    process. The tasks go through pickle, as to a worker."""
+    import pickle
+    p = DesignPoint.from_dict({"model": "olmoe-1b-7b", "batch": 16, "trace": "synthetic", "trace_steps": 4,
+                               "profile_steps": 2})
+    seen = []
+
+    def run_many(fn, tasks):
+        fn, tasks = pickle.loads(pickle.dumps((fn, tasks)))
+        seen.append(len(tasks))
+        return [fn(d, m) for d, m in tasks]
+    before = (C.t_layer_fixed_us, C.stretch_per_hop)
+    assert un.point_bands(p, 5, seed=2, run_many=run_many) == un.point_bands(p, 5, seed=2)
+    assert seen == [5] and (C.t_layer_fixed_us, C.stretch_per_hop) == before

@@ -100,3 +100,16 @@ def test_skipped_parts_leave_every_needed_metric_equal():
         for k in part.values:
             if part.kinds[k] != "str":
                 np.testing.assert_array_equal(part.column(k), full.column(k), err_msg=k)
+
+
+def test_per_key_results_kept_across_tables_follow_an_override_of_the_constants():
+    """Per-key results are kept between tables (``Models.kept``) under the constants they were
+    computed with: a drawn ``stretch_per_hop`` gives its own stretch, and the nominal comes back."""
+    from dse.constants import C
+    cols = Columns.from_values({"core_side": [2, 4, 8]}, 3)
+    nominal = evaluate_columns(cols).column("stretch_hop_factor")
+    with C.overridden({"stretch_per_hop": C.stretch_per_hop * 2}):
+        drawn = evaluate_columns(cols).column("stretch_hop_factor")
+        scalar = [evaluate(cols.point(i)).metrics["stretch_hop_factor"] for i in range(3)]
+    assert list(drawn) == scalar and (drawn >= nominal).all() and (drawn > nominal).any()
+    assert list(evaluate_columns(cols).column("stretch_hop_factor")) == list(nominal)

@@ -28,3 +28,20 @@ def test_distinct_and_per_key_equal_a_python_reference():
             assert type(a) is type(b)                                # Python values, as .item() gives
         got = per_key(lambda *t: (hash(t) % 97, str(t)), *keys)
         assert got[0].tolist() == [hash(r) % 97 for r in rows] and got[1].tolist() == [str(r) for r in rows]
+
+
+def test_few_values_reads_a_grid_column_as_codes_and_refuses_the_rest():
+    """A float column of a few distinct values (a grid's clocks) comes back as (values, codes) that
+    rebuild it exactly; a column with more values, or values the sample missed, comes back None."""
+    from dse.vector.groups import FEW_VALUES, few_values
+    rng = np.random.default_rng(2)
+    col = rng.choice([100.0, 150.0, 250.0, 400.0], 5000)
+    vals, idx = few_values(col)
+    assert (vals[idx] == col).all() and len(vals) == 4
+    assert few_values(rng.uniform(100, 400, 5000)) is None                      # all distinct
+    rare = col.copy()
+    rare[1] = 123.0                                                              # not in the strided sample
+    assert few_values(rare) is None
+    many = rng.choice(np.arange(FEW_VALUES + 1, dtype=float), 50_000)
+    assert few_values(many) is None
+    assert few_values(np.arange(10.0)) is None                                    # too short to sample

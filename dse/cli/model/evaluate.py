@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dse.cli.run import _int_arg
 from dse.pipeline.evaluate import evaluate
 from dse.report import dumps, table
 from dse.spec import DesignPoint
@@ -100,7 +101,11 @@ def register(sub) -> None:
                         "Latin hypercube (--uncertainty-seed) and report p5 / p50 / p95 of every numeric metric "
                         "(JSON: \"uncertainty\": {metric: {p5, p50, p95}})")
     p.add_argument("--uncertainty-seed", type=int, default=0, metavar="S", help="seed of the draws (default 0)")
+    p.add_argument("--jobs", "-j", type=_int_arg, default=1, metavar="N",
+                   help="worker processes for --uncertainty's draws of a synthetic-trace design (default 1; each "
+                        "draw generates its own trace)")
     p.set_defaults(func=run)
+
 
 
 def windows_note(point, m: dict) -> str | None:
@@ -118,9 +123,11 @@ def windows_note(point, m: dict) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     point = point_from_args(args)
-    if args.uncertainty < 0:
+    if args.uncertainty < 0 or args.jobs < 1:
         from dse.errors import ConfigError
-        raise ConfigError(f"--uncertainty {args.uncertainty}: must be a whole number of draws >= 0")
+        bad = f"--uncertainty {args.uncertainty}: must be a whole number of draws >= 0" if args.uncertainty < 0 \
+            else f"--jobs {args.jobs}: must be a whole number of worker processes >= 1"
+        raise ConfigError(bad)
     result = evaluate(point)
     note = windows_note(point, result.metrics)
     if note:
@@ -128,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
     bands = None
     if args.uncertainty:
         from dse.pipeline.uncertainty import point_bands
-        bands = point_bands(point, args.uncertainty, args.uncertainty_seed)
+        from dse.search.execute.pool import run_many, workload_key
+        bands = point_bands(point, args.uncertainty, args.uncertainty_seed, run_many(args.jobs, workload_key))
     if args.json:
         out = result.to_json()
         if bands is not None:

@@ -14,7 +14,7 @@ import os
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import CancelledError, Future
 from contextlib import contextmanager
 from typing import Any
@@ -320,6 +320,47 @@ def quick_dispatch(enabled: bool = True) -> Iterator[None]:
         yield
     finally:
         sys.setswitchinterval(before)
+
+
+def evaluate_all(fn: Evaluator, tasks: Sequence[tuple[Mapping[str, Any], Sequence[str]]], jobs: int,
+                 group: Callable[[Mapping[str, Any]], Any] | None = None) -> list[dict]:
+    """``fn(design, models)`` of every task, in task order, on an affinity pool of ``jobs`` slots
+    (``make_pool``: loky workers, each group on one of them, which exit with this process and are
+    stopped at its exit; this process evaluates too). ``group``: what a task's caches are keyed
+    by (default ``warm.domain_key``, its scheduling domain; the re-evaluations under other
+    workloads group by workload, whose trace each worker would else generate again). The
+    re-evaluations of ``dse front --robust`` and ``dse report --robust`` run here. A failed
+    evaluation stops them with its error line."""
+    from dse.errors import DSEError
+    from dse.search.execute.warm import domain_key
+    key = group or domain_key
+    pool = make_pool(jobs, affinity=True)
+    try:
+        handles = [pool.submit(fn, d, m, group=key(d)) for d, m in tasks]
+        outcomes = [pool.result(h) for h in handles]
+    finally:
+        pool.close()
+    for o in outcomes:
+        if not o.ok:
+            raise DSEError(f"a re-evaluated design failed: {o.error}")
+    return [o.metrics for o in outcomes]
+
+
+def run_many(jobs: int, group: Callable[[Mapping[str, Any]], Any] | None = None):
+    """``evaluate_all`` on ``jobs`` slots (``group``: as there) as a ``run_many(fn, tasks)``
+    callable (None for one job: the caller evaluates in its own process)."""
+    if jobs == 1:
+        return None
+    import functools
+    return functools.partial(evaluate_all, jobs=jobs, group=group)
+
+
+def workload_key(design: Mapping[str, Any]) -> tuple:
+    """What a design's workload is (its trace, seed and drawn constants): the group of a
+    re-evaluation under another workload (``dse front --robust``), whose trace, profile and
+    placements no other workload shares."""
+    from dse.pipeline.uncertainty import CONSTANTS_KEY
+    return tuple(str(design.get(k)) for k in ("trace", "trace_seed", "trace_steps", CONSTANTS_KEY))
 
 
 def make_pool(jobs: int, backend: str = "loky", scheduler: str | None = None, affinity: bool = False):

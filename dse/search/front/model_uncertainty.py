@@ -11,14 +11,11 @@ set them too.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from dse.constants import C
-from dse.pipeline.uncertainty import draws, unknowns
-from dse.search.front.robust import RobustKnees, Variant, robust_knees
-
-CONSTANTS_KEY = "__model_constants__"
+from dse.pipeline.uncertainty import CONSTANTS_KEY, draws, evaluate_drawn, unknowns
+from dse.search.front.robust import RobustKnees, RunMany, Variant, robust_knees
 
 
 def variants(n: int, models: Sequence[str], seed: int = 0) -> list[Variant]:
@@ -31,15 +28,6 @@ def variants(n: int, models: Sequence[str], seed: int = 0) -> list[Variant]:
         label = f"draw {i}: " + ", ".join(f"{k}={v}" if isinstance(v, int) else f"{k}={v:.6g}" for k, v in d.items())
         out.append(Variant(label, {**knobs, CONSTANTS_KEY: consts}, tuple(models)))
     return out
-
-
-def evaluate_drawn(evaluate: Callable[[Mapping[str, Any], Sequence[str]], dict], design: Mapping[str, Any],
-                   models: Sequence[str]) -> dict:
-    """``evaluate(design, models)`` with the draw's constants set (module level: picklable)."""
-    design = dict(design)
-    consts = design.pop(CONSTANTS_KEY, {})
-    with C.overridden(consts):
-        return evaluate(design, models)
 
 
 class ModelUncertaintyKnees(RobustKnees):
@@ -57,9 +45,9 @@ class ModelUncertaintyKnees(RobustKnees):
         return out
 
 
-def model_uncertainty_knees(res, n: int, evaluate: Callable, *, seed: int = 0, jobs: int = 1,
+def model_uncertainty_knees(res, n: int, evaluate: Callable, *, seed: int = 0, run_many: RunMany | None = None,
                             max_designs: int = 48) -> ModelUncertaintyKnees:
-    """``robust_knees`` over N draws of the model's unknowns."""
+    """``robust_knees`` over N draws of the model's unknowns (``run_many``: as there)."""
     rk = robust_knees(res, variants(n, res.cfg.models, seed), functools.partial(evaluate_drawn, evaluate),
-                      max_designs=max_designs, jobs=jobs)
+                      max_designs=max_designs, run_many=run_many)
     return ModelUncertaintyKnees(**vars(rk))

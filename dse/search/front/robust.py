@@ -6,6 +6,10 @@ study has fewer) under each variant (another synthetic-trace seed, another catal
 real trace), recomputes the feasible front and its knee among those designs each time, and
 counts how often each design is the knee. A design that is the knee under every variant is a
 settled choice; a spread of knees means the choice depends on the workload sample.
+
+The re-evaluations run in this process, or through ``run_many(evaluate, tasks)`` when the caller
+passes one: the CLI passes the engine's (``dse.search.execute.pool.evaluate_all``: loky workers,
+one scheduling domain per worker, gone with their driver), which this layer cannot import.
 """
 from __future__ import annotations
 
@@ -86,16 +90,24 @@ def pick_designs(res, max_designs: int = 48) -> list[Any]:
     return [r for r in cand if r.number in chosen]
 
 
+Task = tuple[dict[str, Any], tuple[str, ...]]
+RunMany = Callable[[Callable[[Mapping[str, Any], Sequence[str]], dict], list[Task]], list[dict]]
+
+
 def robust_knees(res, variants: Sequence[Variant], evaluate: Callable[[Mapping[str, Any], Sequence[str]], dict],
-                 *, max_designs: int = 48, jobs: int = 1) -> RobustKnees:
-    """Re-evaluate the designs around ``res``'s front under every variant; count the knees."""
+                 *, max_designs: int = 48, run_many: RunMany | None = None) -> RobustKnees:
+    """Re-evaluate the designs around ``res``'s front under every variant; count the knees
+    (``run_many(evaluate, tasks)``: the evaluations, in task order; None: in this process)."""
     designs = pick_designs(res, max_designs)
     tasks = []
     for v in variants:
         models = v.models or tuple(res.cfg.models)
         for r in designs:
             tasks.append(({**r.design, **v.overrides}, models))
-    results = _map(evaluate, tasks, jobs)
+    if run_many is None or len(tasks) < 2:
+        results = [evaluate(d, m) for d, m in tasks]
+    else:
+        results = run_many(evaluate, tasks)
     knees: list[int | None] = []
     fronts: list[list[int]] = []
     counts: Counter = Counter()
@@ -115,10 +127,3 @@ def robust_knees(res, variants: Sequence[Variant], evaluate: Callable[[Mapping[s
         fronts.append([r.number for r in front])
         counts[knee.number] += 1
     return RobustKnees(designs, list(variants), knees, fronts, dict(counts))
-
-
-def _map(fn, tasks: list[tuple[dict[str, Any], tuple[str, ...]]], jobs: int) -> list[dict]:
-    if jobs == 1 or len(tasks) < 2:
-        return [fn(d, m) for d, m in tasks]
-    from joblib import Parallel, delayed
-    return Parallel(n_jobs=jobs, backend="loky")(delayed(fn)(d, m) for d, m in tasks)

@@ -76,8 +76,13 @@ def test_evaluate_uncertainty_adds_bands_of_every_numeric_metric(capsys):
     assert u["t_layer_us"]["p5"] < u["t_layer_us"]["p95"]          # the fixed part of t_layer is drawn
     rc2, out2, _ = run_cli(capsys, "evaluate", "--batch", "8", "--steps", "8", "--uncertainty", "3", "--json")
     assert json.loads(out2)["uncertainty"] == u                   # seeded: the same draws
+    rc3, out3, _ = run_cli(capsys, "evaluate", "--batch", "8", "--steps", "8", "--uncertainty", "3", "--json",
+                           "--jobs", "2")
+    assert rc3 == 0 and json.loads(out3)["uncertainty"] == u      # the draws on worker processes
 
 
 def test_evaluate_uncertainty_refuses_a_negative_count(capsys):
     rc, out, err = run_cli(capsys, "evaluate", "--uncertainty", "-2")
     assert rc != 0 and err.startswith("dse: error: --uncertainty -2") and "Traceback" not in err
+    rc, out, err = run_cli(capsys, "evaluate", "--uncertainty", "2", "--jobs", "0")
+    assert rc != 0 and err.startswith("dse: error: --jobs 0") and "Traceback" not in err

@@ -136,3 +136,47 @@ def test_released_workers_leave_no_thread_behind():
     assert left == []
     with pytest.raises(ProcessLookupError):
         os.kill(worker, 0)
+
+
+def _pid_and_design(design, models):
+    import time
+    time.sleep(0.05)          # long enough that the worker, once started, takes some
+    return {m: {"pid": os.getpid(), "x": design["x"]} for m in models}
+
+
+def _fails_on_3(design, models):
+    if design["x"] == 3:
+        raise ValueError("bad x")
+    return _pid_and_design(design, models)
+
+
+def test_evaluate_all_keeps_task_order_uses_a_worker_and_leaves_none_behind():
+    """``dse front --robust --jobs 2`` re-evaluates on the engine's pool (``evaluate_all``): results
+    in task order, some from a worker process, which is gone once the workers are stopped (as at
+    the CLI's exit); a failed design stops it with its error line."""
+    from dse.search.execute.pool import evaluate_all, run_many
+    from dse.search.execute.workers import release_workers, stop_workers
+    assert run_many(1) is None
+    tasks = [({"x": i, "core_side": i % 3}, ("m",)) for i in range(40)]
+    out = run_many(2)(_pid_and_design, tasks)
+    assert [o["m"]["x"] for o in out] == list(range(40))
+    workers = {o["m"]["pid"] for o in out} - {os.getpid()}
+    assert len(workers) == 1
+    with pytest.raises(DSEError, match="bad x"):
+        evaluate_all(_fails_on_3, tasks[:6], 2)
+    release_workers()
+    stop_workers()
+    for pid in workers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_re_evaluations_group_by_workload():
+    """``dse front --robust --jobs N`` groups its tasks by workload (``workload_key``): designs of
+    one draw share its trace and placements; designs of two draws share nothing."""
+    from dse.pipeline.uncertainty import CONSTANTS_KEY
+    from dse.search.execute.pool import workload_key
+    a = {"core_side": 2, "trace_seed": 3, CONSTANTS_KEY: {"t_layer_fixed_us": 0.33}}
+    assert workload_key(a) == workload_key({**a, "core_side": 4, "array_depth": 8192})
+    assert workload_key(a) != workload_key({**a, "trace_seed": 4})
+    assert workload_key(a) != workload_key({**a, CONSTANTS_KEY: {"t_layer_fixed_us": 0.35}})

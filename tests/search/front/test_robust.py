@@ -31,3 +31,16 @@ def test_robust_knees_count_every_variant(tmp_path):
     assert all(s in (1, 3, 4) for i, s in enumerate(sides) if i not in (2, 5))
     js = rk.to_json(res)
     assert js["knee_frequency"][0]["frequency"] == max(freq.values())
+
+def test_robust_knees_through_run_many_equal_the_in_process_ones(tmp_path):
+    """The CLI hands the re-evaluations to the engine's pool (``run_many``): the same knees."""
+    res = fake_study(tmp_path)
+    variants = robust.seed_variants(res.cfg, 4)
+    calls = []
+
+    def run_many(fn, tasks):
+        calls.append(len(tasks))
+        return [fn(d, m) for d, m in tasks]
+    a = robust.robust_knees(res, variants, big_bump)
+    b = robust.robust_knees(res, variants, big_bump, run_many=run_many)
+    assert calls and a.knees == b.knees and a.counts == b.counts and a.fronts == b.fronts
