@@ -35,7 +35,7 @@ feasible designs that were not weakly dominated by the front of the trials befor
 
 ``--estimator``: how well the closed form predicts the trace-driven values, the ceiling of any
 screen or pick made on it. On seed 0's shipped plain run, the guided sampler's regression
-(``dse.search.propose.estimate.Estimator``) is fitted on the first N evaluated designs and predicts the
+(``dse.search.propose.bound.estimate.Estimator``) is fitted on the first N evaluated designs and predicts the
 designs evaluated after trial 240: RMS of log(trace-driven value / estimate) per objective,
 beside the same error of the bound alone, for N = 48, 96, 156 and 240.
 
@@ -204,8 +204,8 @@ def estimator_error(tmp: Path, sizes=(48, 96, 156, 240), test_from: int = 240) -
     """``--estimator`` (module docstring): held-out error of the closed-form estimates."""
     from dse.search.execute.runner import run_study
     from dse.search.front import pareto
-    from dse.search.propose.estimate import BoundMemo, Estimator
-    from dse.search.propose.guided import DEFAULTS, Evaluated
+    from dse.search.propose.bound.estimate import BoundMemo, Estimator
+    from dse.search.propose.sample.guided import DEFAULTS, Evaluated
     from dse.search.storage.storage import open_study
     from dse.search.study.study import load_study
     cfg = load_study(PLAIN, seed=0, storage=f"sqlite:///{tmp / 'estimator.db'}")

@@ -55,7 +55,7 @@ KNEE_OVERRIDE: dict = {}     # --knee-share / --stop / --patience: the shipped k
 def run_seed(path: Path, tmp: Path, seed: int, sampler=None, settings=None):
     """One run of the study at ``seed`` (another sampler: the same budget, no knee phase)."""
     from dse.search.execute.runner import run_study
-    from dse.search.propose.knee_phase import KneeSearch
+    from dse.search.propose.knee.phase import KneeSearch
     from dse.search.study.results import load_results
     from dse.search.study.study import load_study
     tag = f"{sampler}{len(list(tmp.iterdir()))}" if sampler is not None else "shipped"   # one file per run

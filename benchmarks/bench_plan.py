@@ -12,7 +12,7 @@ Paths patched in for the measurement (``use``); the pool is drawn column by colu
   (``fidelity.closed_form_bounds_reference``) and scored one design at a time
   (``estimate.bound_arrays_reference``); the plan in the driver;
 * "before": the fast paths (the draws compiled, the bounds of a pool scored on numpy columns by
-  ``dse.search.propose.bound_table``) as they were before the plan used the workers: the whole
+  ``dse.search.propose.bound.columns``) as they were before the plan used the workers: the whole
   plan in the driver while the workers wait at the batch barrier (``EvaluationPool.submit_call``
   patched to refuse);
 * "after": as shipped: the candidates' bounds computed in chunks of ``estimate.OFFLOAD_CHUNK`` on
@@ -65,7 +65,9 @@ MODES = ("reference", "before", "after")
 def use(mode: str) -> None:
     """Patch the paths of ``mode`` (module docstring) into the modules the guided sampler calls."""
     from dse.search.execute.pool import EvaluationPool
-    from dse.search.propose import draw, draw_pool, estimate, fidelity, guided
+    from dse.search.propose.bound import estimate, fidelity
+    from dse.search.propose.sample import draw, guided
+    from dse.search.propose.sample import pool as draw_pool
     saved = use.__dict__.setdefault("saved", (draw.uniform, draw.mutant, fidelity.closed_form_bounds_many,
                                               guided.bound_arrays, estimate.bound_arrays, estimate.bound_arrays_here,
                                               EvaluationPool.submit_call, draw_pool.pool))
@@ -100,7 +102,8 @@ def one_plan(seed: int | None, history: int, repeat: int) -> None:
 
     from dse.search.execute.pool import quick_dispatch
     from dse.search.execute.runner import run_study
-    from dse.search.propose import estimate, guided
+    from dse.search.propose.bound import estimate
+    from dse.search.propose.sample import guided
     from dse.search.storage.storage import quiet_optuna
     from dse.search.study.study import load_study
     quiet_optuna()
@@ -149,7 +152,8 @@ def plan_stages(cfg, trials, repeat: int) -> None:
     and column by column (as shipped). The two draw other pools (another random stream)."""
     import numpy as np
 
-    from dse.search.propose import estimate, guided
+    from dse.search.propose.bound import estimate
+    from dse.search.propose.sample import guided
     spent: dict[str, float] = {}
 
     def timed(name, fn):

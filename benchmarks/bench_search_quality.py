@@ -17,7 +17,7 @@ objectives normalised between the ideal and the nadir of the reference front, re
 3. ``full``: ``studies/full.toml`` as shipped against NSGA-II (population 24), TPE (optuna
    defaults, constant liar within a batch: the choice shipped before the guided sampler),
    multivariate TPE without constant liar, random search and the closed-form-guided sampler
-   (``dse.search.propose.guided``, its defaults) at the same trial budget (a baseline equal to the
+   (``dse.search.propose.sample.guided``, its defaults) at the same trial budget (a baseline equal to the
    shipped choice is not run twice), 3 seeds each; each run's HV as a share of the HV of the
    union front of all runs. Target: the shipped sampler >= 0.95 on every seed.
 

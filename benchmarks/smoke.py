@@ -161,7 +161,7 @@ def measure_closed_form(ops_per_point: float, slow: int = 1) -> tuple[float, str
 def measure_plan() -> tuple[float, str]:
     from dse.search.execute.evaluation import evaluate_design
     from dse.search.execute.runner import run_study
-    from dse.search.propose import guided
+    from dse.search.propose.sample import guided
     from dse.search.study.study import load_study
     acc = {"plan": 0.0, "eval": 0.0, "evals": 0}
     plan = guided.plan
@@ -190,7 +190,7 @@ def measure_plan() -> tuple[float, str]:
         finally:
             guided.plan = plan
     if not acc["plan"] or not acc["evals"]:
-        raise SystemExit("smoke.py: the guided sampler never called dse.search.propose.guided.plan (renamed? "
+        raise SystemExit("smoke.py: the guided sampler never called dse.search.propose.sample.guided.plan (renamed? "
                          "time the planner where it now is, in measure_plan)")
     r = plan_ratio(acc["eval"], acc["evals"], acc["plan"], s.new_trials)
     return r, (f"{s.new_trials} trials, {acc['evals']} evaluations: {acc['eval'] * 1e3 / acc['evals']:.1f} ms CPU per "

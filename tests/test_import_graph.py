@@ -247,10 +247,10 @@ def test_search_sub_packages_import_downwards_only():
 
 
 def test_the_search_order_check_sees_a_sideways_import():
-    fake = {"dse.search.grid.grid": {("dse.search.propose.bounds", "")},
+    fake = {"dse.search.grid.grid": {("dse.search.propose.bound.metrics", "")},
             "dse.search.front.pareto": {("dse.search.storage.optuna_compat", "")},
             "dse.search.storage.stored": {("dse.search.front.pareto", "")}}
-    assert _search_upward(fake) == [("dse.search.grid.grid", "dse.search.propose.bounds"),
+    assert _search_upward(fake) == [("dse.search.grid.grid", "dse.search.propose.bound.metrics"),
                                     ("dse.search.storage.stored", "dse.search.front.pareto")]
 
 

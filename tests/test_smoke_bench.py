@@ -102,7 +102,7 @@ def test_floors_written_read_back(smoke, tmp_path):
 
 def test_the_script_names_what_it_patches(smoke):
     """smoke.py times ``guided.plan`` and slows ``dse.vector.evaluate.evaluate_columns`` by name."""
-    from dse.search.propose import guided
+    from dse.search.propose.sample import guided
     from dse.vector import evaluate
     assert callable(guided.plan) and callable(evaluate.evaluate_columns)
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dse.pipeline.evaluate import evaluate
-from dse.search.propose.fidelity import closed_form_bounds, closed_form_bounds_many
+from dse.search.propose.bound.fidelity import closed_form_bounds, closed_form_bounds_many
 from dse.search.space.space_file import load_space
 from dse.spec import DesignPoint
 from tests.draw import DrawTrial

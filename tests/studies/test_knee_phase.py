@@ -1,4 +1,4 @@
-"""The knee phase (``[search] knee_share``, ``stop = "knee-settled"``; dse.search.propose.knee_phase):
+"""The knee phase (``[search] knee_share``, ``stop = "knee-settled"``; dse.search.propose.knee.phase):
 its settings, its phases recorded in the study, a resume in the middle of it asking the trials of
 an uninterrupted run, and the settled stop."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from dse.errors import ConfigError
 from dse.search import load_results, load_study, run_study
-from dse.search.propose import knee_phase
+from dse.search.propose.knee import phase as knee_phase
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -114,41 +114,3 @@ def test_settled_needs_unchanged_candidates_and_a_clear_margin():
     unclear = [(c, [[["a"], 0.3, 0.001]]) for c in (8, 16, 24)]
     assert knee_phase.settled_at(C, unclear) is None      # ambiguous: never settled
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-
-
-def test_the_knee_pool_sweeps_each_candidate_and_transplants_the_top_one():
-    """``sweep_pool``: each candidate's design swept in every knob but the architecture keys (its
-    owner: the candidate's rank), then the top design swept in the architecture keys alone (owner:
-    one past the last candidate); nothing evaluated is proposed again."""
-    import numpy as np
-
-    from dse.search.propose import draw, knee_moves, knee_sweep
-    cfg = load_study(ROOT / "studies" / "full.toml")
-    base, rng = cfg.base_env(), np.random.default_rng(2)
-    keys = ("core_side", "array_depth", "tile_width", "pooling")
-    parents = [draw.uniform(cfg.space, base, rng) for _ in range(2)]
-
-    class Ev:
-        known = {knee_moves.BoundMemo.key(knee_sweep.legalise(cfg.space, base, {**parents[0], "tile_width": 16}))}
-
-    out, owner, knob = knee_moves.sweep_pool(cfg, Ev(), keys, parents)
-    assert set(owner) == {0, 1, 2} and owner == sorted(owner)
-    for q, o, k in zip(out, owner, knob):
-        ref = parents[0] if o in (0, 2) else parents[o]
-        assert draw.is_legal(cfg.space, base, q) and q[k] != ref[k]
-        assert (k in keys) == (o == 2)
-        assert knee_moves.BoundMemo.key(q) not in Ev.known
-    assert {k for k, o in zip(knob, owner) if o == 2} == set(keys)
-    sides = sorted(q["core_side"] for q, k in zip(out, knob) if k == "core_side")
-    assert sides == [s for s in range(1, 9) if s != parents[0]["core_side"]]      # every other side, not a step
-
-
-def test_the_best_move_of_each_knob_goes_first():
-    """``by_knob``: one move per knob by utility before the second-best move of any knob."""
-    import numpy as np
-
-    from dse.search.propose import knee_moves
-    u = np.array([5.0, 4.0, 3.0, 2.0, 1.0, 0.5])
-    knob = ["a", "a", "b", "", "c", "b"]
-    assert knee_moves.by_knob(np.arange(6), u, knob) == [0, 2, 4, 1, 3, 5]
-    assert knee_moves.by_knob(np.array([1, 3, 5]), u, knob) == [1, 5, 3]

@@ -9,7 +9,8 @@ from pathlib import Path
 import optuna
 
 from dse.search import load_study, run_study
-from dse.search.propose import guided, samplers
+from dse.search.propose import samplers
+from dse.search.propose.sample import guided
 from tests.studies.test_knee_phase import params
 from tests.studies.test_knee_phase import study as knee_study
 

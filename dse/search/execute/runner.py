@@ -41,8 +41,8 @@ from dse.search.execute.grid_queue import grid_queue, waiting_params
 from dse.search.execute.pool import EvaluationPool, make_pool, quick_dispatch
 from dse.search.execute.progress import TrialFront
 from dse.search.execute.trials import Batch, DesignCache, too_many_failures
-from dse.search.propose import knee_phase
-from dse.search.propose.fidelity import screen_for
+from dse.search.propose.bound import screen_for
+from dse.search.propose.knee import track as track_knee
 from dse.search.propose.samplers import SAMPLERS, batch_seed, blind, make_sampler
 from dse.search.space.objectives import score
 from dse.search.storage.mirror import StudyMirror
@@ -129,7 +129,7 @@ class _Run:
             self.pool = make_pool(jobs, affinity=True)
             self.tracing = warm.submit_traces(cfg, self.pool)
         self.pstudy, storage = open_study(cfg, create=True)
-        self.cfg, self.knee = knee_phase.track(cfg, self.pstudy)   # [search] knee phase, as recorded
+        self.cfg, self.knee = track_knee(cfg, self.pstudy)   # [search] knee phase, as recorded
         cfg = self.cfg
         self.storage = storage
         optuna.storages.fail_stale_trials(self.pstudy)         # trials of dead `dse worker`s: re-queued

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from dse.search.execute.evaluation import Evaluator, Outcome, design_key
 from dse.search.execute.pool import EvaluationPool
 from dse.search.execute.warm import domain_key
-from dse.search.propose.fidelity import record_screened
+from dse.search.propose.bound import record_screened
 from dse.search.space.objectives import score
 from dse.search.storage.stored import OUTCOME_ATTR, constraint_keys, is_scored, outcome
 
@@ -152,7 +152,7 @@ class Batch:
     exactly as when they were first asked), neither evaluated nor yielded: they are already in
     the storage (``replayed`` holds them, to check they came out the same).
 
-    ``screen`` (multi-fidelity, ``dse.search.propose.fidelity.Screen``): a new design it returns a
+    ``screen`` (multi-fidelity, ``dse.search.propose.bound.fidelity.Screen``): a new design it returns a
     ``Screened`` for is recorded as screened instead of evaluated.
 
     ``after``: the batch before, still being told (this one was asked ahead of it): its designs

@@ -32,12 +32,12 @@ from dse.errors import ConfigError
 
 
 def _nsga2(cfg: Any, seed: int, s: dict[str, Any]):
-    from dse.search.propose.nsga2 import MemoNSGAIISampler
+    from dse.search.propose.sample import MemoNSGAIISampler
     return MemoNSGAIISampler(seed=seed, **s)
 
 
 def _tpe(cfg: Any, seed: int, s: dict[str, Any]):
-    from dse.search.propose.tpe import MemoTPESampler
+    from dse.search.propose.sample import MemoTPESampler
     s.setdefault("constant_liar", cfg.batch > 1)
     if s.get("group"):
         s["multivariate"] = True
@@ -60,8 +60,8 @@ def _gp(cfg: Any, seed: int, s: dict[str, Any]):
 
 
 def _guided(cfg: Any, seed: int, s: dict[str, Any], position: int | None = None, lag: int = 0):
-    from dse.search.propose import guided
-    return guided.make(cfg, seed, s, position, lag)
+    from dse.search.propose.sample import guided_sampler
+    return guided_sampler(cfg, seed, s, position, lag)
 
 
 def _random(cfg: Any, seed: int, s: dict[str, Any]):
@@ -121,8 +121,8 @@ def make_sampler(cfg: Any, seed: int, position: int | None = None):
         sampler = kind.factory(cfg, seed % (2**32), settings)
     knee = getattr(cfg, "knee", None)
     if knee is not None and knee.share > 0 and cfg.sampler != "grid":   # [search] knee_share: a knee phase
-        from dse.search.propose import knee_phase
-        return knee_phase.wrap(cfg, seed % (2**32), sampler, position, lag)
+        from dse.search.propose.knee import wrap
+        return wrap(cfg, seed % (2**32), sampler, position, lag)
     return sampler
 
 

@@ -78,7 +78,7 @@ def knee_of(res, recs):
 
 def knee_keys(res) -> tuple[str, ...]:
     """The knobs that name an architecture for the study's knee candidates (``[search] knee_keys``)."""
-    from dse.search.propose.knee_phase import KNEE_KEYS
+    from dse.search.propose.knee import KNEE_KEYS
     knee = getattr(res.cfg, "knee", None)
     return tuple(knee.keys) if knee is not None else KNEE_KEYS
 
@@ -87,7 +87,7 @@ def knee_candidates(res, recs=None):
     """``(front records, KneeCandidates)`` of the front of ``recs`` (default: the study's
     candidates), grouped by ``knee_keys``; see ``dse.search.front.knee``."""
     from dse.search.front.knee import knee_candidates as kc
-    from dse.search.propose.knee_moves import full_designs
+    from dse.search.propose.knee import full_designs
     recs = res.candidates() if recs is None else recs
     fr = front_of(res, recs)
     rivals = (res.F(recs), full_designs(res.cfg, [r.design for r in recs])) if recs else None
@@ -100,9 +100,9 @@ def knee_candidates(res, recs=None):
 
 def study_verdict(res, fr=None, kc=None):
     """The one verdict on the knee of a study read back (pooled studies too): *clear*,
-    *ambiguous* or *not settled* (``dse.search.propose.verdict``), from the same evaluated designs
+    *ambiguous* or *not settled* (``dse.search.propose.knee.verdict``), from the same evaluated designs
     as ``dse run`` judges them; ``fr``, ``kc``: unused (kept for the callers that have them)."""
-    from dse.search.propose.verdict import trials_verdict
+    from dse.search.propose.knee import trials_verdict
     return trials_verdict(res.cfg, [_Told(r) for r in res.complete])
 
 
@@ -144,7 +144,7 @@ def architectures(res, kc, n: int = 3) -> list[dict[str, Any]]:
     ``studies/full.toml`` 90-120 designs against 1-10, docs/guide/knees.md), so an architecture
     with few designs may score below what it could reach: its score is a floor."""
     from dse.search.front.knee import _hashable
-    from dse.search.propose.knee_moves import full_designs
+    from dse.search.propose.knee import full_designs
     recs = res.candidates()
     if not recs or not kc.keys:
         return []

@@ -370,7 +370,7 @@ def tpe_split_memo(memo: dict) -> Iterator[None]:
     the trials' states, values and constraints, and those of a trial change only when it is
     told, which changes its state (the key holds each trial's state, also for a trial told in
     place: ``tell_in_place``). Outside such a block the split is optuna's, unchanged
-    (``dse.search.propose.tpe``)."""
+    (``dse.search.propose.sample.tpe``)."""
     _wrap_split()
     token = _SPLIT_MEMO.set(memo)
     try:

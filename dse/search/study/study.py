@@ -20,7 +20,7 @@
 
     [search]
     fidelity = "single"                    # single | multi: screen proposals with closed-form
-                                           # bounds first (dse.search.propose.fidelity)
+                                           # bounds first (dse.search.propose.bound.fidelity)
 
     [workload]
     models = ["qwen3.5-35b-a3b"]           # one or several catalog models, or "all"
@@ -48,9 +48,9 @@ from typing import Any
 
 from dse.errors import ConfigError, DSEError
 from dse.errors import suggest as _suggest
-from dse.search.propose.knee_phase import SEARCH_KEYS as KNEE_KEYS
-from dse.search.propose.knee_phase import KneeSearch
-from dse.search.propose.knee_phase import parse as parse_knee
+from dse.search.propose.knee import SEARCH_KEYS as KNEE_KEYS
+from dse.search.propose.knee import KneeSearch
+from dse.search.propose.knee import parse as parse_knee
 from dse.search.propose.samplers import SAMPLERS
 from dse.search.space.objectives import ObjectiveSet, load_objectives, objectives_from_dict
 from dse.search.space.space import Space
@@ -87,8 +87,8 @@ class StudyConfig:
     results_dir: Path = Path("results")
     description: str = ""
     overrides: tuple[tuple[str, Any], ...] = ()
-    fidelity: str = "single"           # [search] fidelity: single | multi (dse.search.propose.fidelity)
-    knee: KneeSearch = KneeSearch()    # [search] knee phase and stop rule (dse.search.propose.knee_phase)
+    fidelity: str = "single"           # [search] fidelity: single | multi (dse.search.propose.bound.fidelity)
+    knee: KneeSearch = KneeSearch()    # [search] knee phase and stop rule (dse.search.propose.knee.phase)
 
     # -- designs -------------------------------------------------------------------------
     def base_env(self) -> dict[str, Any]:
@@ -254,8 +254,8 @@ def _sampler(data: Mapping[str, Any], src: str) -> tuple[str, dict[str, Any]]:
 
 
 def _search(data: Mapping[str, Any], src: str, base: Mapping[str, Any]) -> str:
-    """``[search]``: how proposals are evaluated (``fidelity``, see ``dse.search.propose.fidelity``)."""
-    from dse.search.propose.fidelity import check_fidelity
+    """``[search]``: how proposals are evaluated (``fidelity``, see ``dse.search.propose.bound.fidelity``)."""
+    from dse.search.propose.bound import check_fidelity
     se = _table(data, "search", src)
     for k in se:
         if k not in SEARCH_KEYS:

@@ -126,7 +126,7 @@ def _records(res, rows):
 
 
 def test_knee_settledness_is_the_verdict(tmp_path):
-    """Settled: the one verdict (dse/search/propose/verdict.py, tested there) is clear, or
+    """Settled: the one verdict (dse/search/propose/knee/verdict.py, tested there) is clear, or
     ambiguous with nothing left to refine; a run that has not evaluated its knee's moves is not."""
     res = fake_study(tmp_path, grid=False)           # 12 random draws of the 12-design space
     got = quality.knee_settledness(res)

@@ -1,7 +1,7 @@
 """Closed-form bounds of many designs as columns: the guided sampler's screen without a dict per design.
 
 ``bound_arrays(cfg, designs, hint_metrics)`` returns what the guided sampler's per-design path
-returns (``dse.search.propose.estimate.bound_arrays_reference``: each design's points,
+returns (``dse.search.propose.bound.estimate.bound_arrays_reference``: each design's points,
 ``fidelity.closed_form_bounds_many``, ``fidelity.design_bound`` and the hints, one dict per design
 and workload), computed on numpy columns over every design at once:
 
@@ -28,7 +28,8 @@ import numpy as np
 from dse.errors import ConfigError
 from dse.hardware import cost, power
 from dse.performance import latency
-from dse.search.propose import bounds, fidelity
+from dse.search.propose.bound import fidelity
+from dse.search.propose.bound import metrics as bounds
 from dse.spec import DesignPoint, default_pe_groups
 from dse.spec.many import FIELD_DEFAULTS, validate_flat
 

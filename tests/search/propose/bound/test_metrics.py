@@ -2,7 +2,7 @@
 
 Designs are drawn by hypothesis from ``spaces/full.toml`` (every knob, its own bounds and
 conditions) on two catalog models and two batches; each is evaluated trace-driven (the reference)
-and bounded from the vectorised closed form (``dse.search.propose.fidelity.closed_form_bounds``). Every
+and bounded from the vectorised closed form (``dse.search.propose.bound.fidelity.closed_form_bounds``). Every
 metric the shipped studies' objectives and constraints read has a bound in the right direction."""
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from dse.mapping.placement import domain
 from dse.search.execute.evaluation import evaluate_design
-from dse.search.propose import bounds
-from dse.search.propose.fidelity import (
+from dse.search.propose.bound import metrics as bounds
+from dse.search.propose.bound.fidelity import (
     bound_value,
     closed_form_bounds,
     closed_form_bounds_many,
@@ -30,7 +30,7 @@ from dse.search.space.space_file import load_space
 from dse.spec import DesignPoint
 from tests.draw import DrawTrial
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 FULL = load_space(ROOT / "spaces" / "full.toml")
 EXACT_REL = 1e-9
 

@@ -1,4 +1,4 @@
-"""``MemoNSGAIISampler`` (dse/search/propose/nsga2.py) proposes exactly what optuna's ``NSGAIISampler`` does."""
+"""``MemoNSGAIISampler`` (dse/search/propose/sample/nsga2.py) proposes exactly what optuna's ``NSGAIISampler`` does."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 
 from dse.search.execute.runner import run_study
 from dse.search.propose import samplers
-from dse.search.propose.nsga2 import MemoNSGAIISampler
+from dse.search.propose.sample.nsga2 import MemoNSGAIISampler
 from dse.search.storage.optuna_compat import clear_study_system_attrs
 from dse.search.study.study import load_study
 from tests.search.execute.test_runner import _history, _study, fake_eval

@@ -48,8 +48,8 @@ import numpy as np
 
 from dse.search.front import knee as kn
 from dse.search.front import pareto
-from dse.search.propose import knee_sweep
-from dse.search.propose.estimate import BoundMemo, Estimator
+from dse.search.propose.bound import BoundMemo, Estimator
+from dse.search.propose.knee import sweep as knee_sweep
 
 PAIR_VALUES = 3              # values of each knob (its best one-knob moves) paired with every other knob's
 PAIR_WANTED = 12             # one-knob moves of highest estimated utility, each paired with every repair
@@ -75,7 +75,7 @@ class Chains:
 
     def __init__(self, cfg: Any, ev: Any, keys: Sequence[str], chains: int, scale: kn.Scale | None = None,
                  memo: BoundMemo | None = None):
-        from dse.search.propose.knee_moves import front_of, full_designs
+        from dse.search.propose.knee.front import front_of, full_designs
         self.cfg, self.ev, self.keys = cfg, ev, tuple(keys)
         self.base, self.chains, self.memo = cfg.base_env(), chains, memo or BoundMemo()
         F, _, _ = front_of(cfg, ev)
@@ -101,7 +101,7 @@ class Chains:
 
     def moves_left(self, row: int, memo: BoundMemo | None = None) -> int:
         """How many moves of the design at ``row`` (one-knob, then two-knob: ``neighbourhood``)
-        are left to evaluate: 0 once it is *refined* (``dse.search.propose.verdict``)."""
+        are left to evaluate: 0 once it is *refined* (``dse.search.propose.knee.verdict``)."""
         h = Head(row, self.group.get(row, ()), self.u.get(row, -np.inf))
         singles, pairs = self.neighbourhood(h, None, memo or self.memo)
         return len(singles) + len(pairs)
@@ -277,7 +277,7 @@ def plan(cfg: Any, ev: Any, rng: np.random.Generator, k: int, settings: Mapping[
             if len(out) >= k - n_global:
                 break
     if len(out) < k:
-        from dse.search.propose.guided import plan as global_plan
+        from dse.search.propose.sample import global_plan
         known = ev.known | seen
         local = {**settings, "pool": min(int(settings.get("pool", 2000)), GLOBAL_POOL)}
         extra = [q for q in global_plan(cfg, ev.trials, rng, k - len(out), local, memo, pending=out)

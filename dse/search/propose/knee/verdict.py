@@ -10,7 +10,7 @@ against another seed only when both sides of it are as good as their architectur
 verdict also asks how far each was refined:
 
 * **refined**: a design is *refined* when every design one knob away from it
-  (``dse.search.propose.knee_sweep.variants``: every legal value of every searched knob) has
+  (``dse.search.propose.knee.sweep.variants``: every legal value of every searched knob) has
   been evaluated on the trace, or is proved infeasible by the closed form (die area, mapping,
   closed-form link loads, which are exact), and none of them is better (a local optimum of the
   one-knob moves on the trace-driven values: no single change of the design improves its figure
@@ -61,7 +61,7 @@ class Verdict:
 
 def judge(kc: Any, chains: Any, top_row: int) -> Verdict:
     """The verdict (module docstring) of knee candidates ``kc`` whose top design is row
-    ``top_row`` of the evaluated designs of ``chains`` (``dse.search.propose.ascent.Chains``:
+    ``top_row`` of the evaluated designs of ``chains`` (``dse.search.propose.knee.ascent.Chains``:
     their utilities, architectures and what is left to evaluate around each)."""
     if not kc.candidates:
         return Verdict("none", "no knee candidate")
@@ -118,12 +118,14 @@ def hashable(v: Any) -> Any:
 
 def trials_verdict(cfg: Any, trials: Sequence) -> Verdict:
     """The verdict of a study's finished trials (optuna ``FrozenTrial``s as the sampler was told
-    them, or records read back: anything ``guided.Evaluated`` reads): what ``dse run`` records
+    them, or records read back: anything ``sample.Evaluated`` reads): what ``dse run`` records
     after each knee-phase batch and stops on, and what ``dse front`` prints."""
     from dse.search.front import knee as kn
-    from dse.search.propose import ascent, guided, knee_moves
-    from dse.search.propose.estimate import BoundMemo
-    ev = guided.Evaluated(cfg, trials)
+    from dse.search.propose import sample
+    from dse.search.propose.bound import BoundMemo
+    from dse.search.propose.knee import ascent
+    from dse.search.propose.knee import front as knee_moves
+    ev = sample.Evaluated(cfg, trials)
     F, params, designs = knee_moves.front_of(cfg, ev)
     if not len(F):
         return Verdict("none", "no knee candidate")
@@ -131,5 +133,5 @@ def trials_verdict(cfg: Any, trials: Sequence) -> Verdict:
     kc = kn.knee_candidates(F, knee_moves.full_designs(cfg, designs), keys, rivals=knee_moves.rivals_of(cfg, ev))
     if not kc.candidates:
         return Verdict("none", "no knee candidate")
-    chains = ascent.Chains(cfg, ev, keys, 1, scale=kc.scale, memo=guided.memo_of(cfg))
+    chains = ascent.Chains(cfg, ev, keys, 1, scale=kc.scale, memo=sample.memo_of(cfg))
     return judge(kc, chains, chains.index[BoundMemo.key(params[kc.top])])

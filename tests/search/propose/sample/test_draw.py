@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dse.errors import ConfigError
-from dse.search.propose import draw
+from dse.search.propose.sample import draw
 from dse.search.space.space_file import load_space, space_from_dict
 from dse.search.study.study import load_study
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 FULL = load_space(ROOT / "spaces" / "full.toml")
 # a log scale, floats without a step, expression bounds on two earlier knobs, a fixed knob, a condition
 ODD_PARAMS = {

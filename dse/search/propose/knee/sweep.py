@@ -1,6 +1,6 @@
 """Coordinate sweeps of one design: every legal value of every searched knob, one knob at a time.
 
-The knee phase (``dse.search.propose.knee_moves``) refines a knee candidate by *coordinate
+The knee phase (``dse.search.propose.knee.front``) refines a knee candidate by *coordinate
 ascent*: from the candidate's best design it takes every design that differs from it in one
 knob (``variants``), estimates them all on the closed form, and evaluates the best value of
 each knob. Unlike a random step, the sweep is the same for every seed: two runs holding the same
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from dse.search.propose import draw
-from dse.search.propose.estimate import BoundMemo
+from dse.search.propose import sample
+from dse.search.propose.bound import BoundMemo
 
 GRID = 9                     # values of an unstepped continuous knob in a sweep
 MAX_VALUES = 64              # an int knob with more values than this is swept on a geometric grid of this many
@@ -60,14 +60,14 @@ def _legal(d: Any, v: Any, b: tuple | None, choices: list) -> bool:
     if d.type == "categorical":
         return v in choices
     if d.type == "int":
-        return draw.legal_int(v, b[0], b[1], b[2] or 1)
-    return draw.legal_float(v, b[0], b[1], b[2])
+        return sample.legal_int(v, b[0], b[1], b[2] or 1)
+    return sample.legal_float(v, b[0], b[1], b[2])
 
 
 def legalise(space: Any, base: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
     """``params`` made a legal point of ``space``: each knob kept if legal, else its nearest
     legal value (module docstring)."""
-    c = draw.compiled(space)
+    c = sample.compiled(space)
     env, out = dict(base), {}
     for d, refs, choices in c.walk(env):
         b = None if d.type == "categorical" else c.bounds(d, refs, env)
@@ -82,7 +82,7 @@ def variants(space: Any, base: Mapping[str, Any], parent: Mapping[str, Any],
              only: tuple[str, ...] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
     """Every design one knob away from ``parent`` (legalised; the knobs of ``only`` when given)
     and, per design, the knob moved; in the space's knob order, each knob's values ascending."""
-    c = draw.compiled(space)
+    c = sample.compiled(space)
     env: dict[str, Any] = dict(base)
     out, knob, seen = [], [], {BoundMemo.key(parent)}
     for d, refs, choices in c.walk(env):
@@ -107,7 +107,7 @@ def variants(space: Any, base: Mapping[str, Any], parent: Mapping[str, Any],
 def steering(space: Any) -> frozenset[str]:
     """Knobs of ``space`` another knob's bound or ``when`` condition reads (moving one may make
     another knob's value illegal: ``legalise`` it)."""
-    return _steering(draw.compiled(space))
+    return _steering(sample.compiled(space))
 
 
 def _steering(c: Any) -> frozenset[str]:

@@ -1,4 +1,4 @@
-"""The one verdict on a knee (dse/search/propose/verdict.py): clear only when the margin is clear
+"""The one verdict on a knee (dse/search/propose/knee/verdict.py): clear only when the margin is clear
 and the knee's design and every contender within the window are refined (every one-knob move
 evaluated, none better); ambiguous below the margin; not settled otherwise. On the cheap stand-in
 study of tests/search/review/test_quality.py (core_side 1..6 x pooling direct/broadcast)."""
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dse.search.propose import verdict
+from dse.search.propose.knee import verdict
 from dse.search.review import quality
 from tests.search.review import test_quality
 from tests.search.review.test_quality import fake_study

@@ -1,4 +1,4 @@
-"""Coordinate sweeps of a design (dse.search.propose.knee_sweep): every legal one-knob alternative,
+"""Coordinate sweeps of a design (dse.search.propose.knee.sweep): every legal one-knob alternative,
 nothing else, the same whatever the seed."""
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 
 from dse.search import load_study
-from dse.search.propose import draw, knee_sweep
+from dse.search.propose.knee import sweep as knee_sweep
+from dse.search.propose.sample import draw
 from dse.search.space.space_file import load_space
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def _full():

@@ -1,20 +1,20 @@
 """The closed-form-guided sampler (``[sampler] name = "guided"``): proposals chosen on the closed form.
 
 A trace-driven evaluation costs milliseconds to seconds; the vectorised closed form with its
-bounds (``dse.search.propose.fidelity.closed_form_bounds_many``, ``dse.search.propose.bounds``) costs about a
+bounds (``dse.search.propose.bound``: ``closed_form_bounds_many``, ``metrics``) costs about a
 millisecond. For each batch the sampler spends the cheap fidelity on a few thousand candidates
 and the expensive one only on the few it picks (``plan``):
 
 1. **pool**: ``pool`` candidates, a share ``mutants`` of them mutations (1 to 3 knobs drawn
-   afresh, ``dse.search.propose.draw``'s rule) of the designs on the current feasible front, the
+   afresh, ``dse.search.propose.sample.draw``'s rule) of the designs on the current feasible front, the
    others drawn uniformly over the space (all of them while there is no front), drawn knob by
-   knob for the whole pool at once (``dse.search.propose.draw_pool``); designs already proposed
+   knob for the whole pool at once (``dse.search.propose.sample.pool``); designs already proposed
    in the study are left out;
 2. **rigorous screen**: a candidate whose closed-form bounds violate a constraint, or whose
    objective bounds are weakly dominated by the current front (the trace-driven, feasible trials
    before the batch), is dropped: it can never enter the front (the bounds are never better
-   than the trace-driven values; the assumption is stated in ``dse.search.propose.bounds``);
-3. **estimate** (``dse.search.propose.estimate.Estimator``): each survivor's objectives are estimated
+   than the trace-driven values; the assumption is stated in ``dse.search.propose.bound.metrics``);
+3. **estimate** (``dse.search.propose.bound.estimate.Estimator``): each survivor's objectives are estimated
    as its bound times a ratio learnt from the feasible evaluated designs: a ridge regression of
    log(value / bound) per objective on the knobs (one-hot categorical, log numeric), the log
    bounds and the log closed-form hints (``bounds.HINTS``: the core-mesh load and contention the
@@ -52,8 +52,9 @@ from typing import Any
 import numpy as np
 
 from dse.search.front import pareto
-from dse.search.propose import draw, draw_pool
-from dse.search.propose.estimate import BoundMemo, ChunkedBounds, Estimator, bound_arrays  # noqa: F401 (guided.bound_arrays)
+from dse.search.propose.bound import BoundMemo, ChunkedBounds, Estimator, bound_arrays  # noqa: F401 (guided.bound_arrays)
+from dse.search.propose.sample import draw
+from dse.search.propose.sample import pool as draw_pool
 
 EPS_SAME = 1e-12             # normalised distance under which an estimate counts as already there
 DEFAULTS = {"pool": 2000, "mutants": 0.75, "explore": 0.2, "extremes": True, "refine": False, "samples": 10000,
@@ -283,7 +284,7 @@ def make(cfg: Any, seed: int, settings: Mapping[str, Any], position: int | None 
             params = self.assigned.get(trial.number)
             if params is None:
                 params = self.assigned[trial.number] = self._next(study)
-            if name in params:                            # legal by construction (dse.search.propose.draw)
+            if name in params:                            # legal by construction (dse.search.propose.sample.draw)
                 return params[name]
             return self.fallback.sample_independent(study, trial, name, distribution)
 

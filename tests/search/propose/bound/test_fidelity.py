@@ -13,7 +13,7 @@ from dse.search import load_results, load_study, run_study
 from dse.search.execute.evaluation import evaluate_design
 from dse.search.execute.trials import DesignCache
 from dse.search.front import pareto
-from dse.search.propose.fidelity import check_fidelity
+from dse.search.propose.bound.fidelity import check_fidelity
 from dse.search.space.objectives import score
 from tests.fixtures import SCHEDULING_SPACE, write_study
 from tests.search.execute.test_resume import interrupted_run, outcome

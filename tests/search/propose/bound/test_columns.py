@@ -12,11 +12,12 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dse.search.propose import draw, estimate
+from dse.search.propose.bound import estimate
+from dse.search.propose.sample import draw
 from dse.search.space.objectives import ObjectiveSet, load_objectives
 from dse.search.study.study import load_study
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 FULL = load_study(ROOT / "studies" / "full.toml")
 OBJECTIVES = [load_objectives(p) for p in sorted((ROOT / "objectives").glob("*.toml"))]
 

@@ -1,4 +1,4 @@
-"""``MemoTPESampler`` (dse.search.propose.tpe): optuna's TPE with one split of the trials per trial asked
+"""``MemoTPESampler`` (dse.search.propose.sample.tpe): optuna's TPE with one split of the trials per trial asked
 proposes exactly what optuna's ``TPESampler`` proposes, and splits once per trial instead of once
 per parameter."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import optuna
 import pytest
 from optuna.samplers._tpe import sampler as tpe_module
 
-from dse.search.propose.tpe import MemoTPESampler
+from dse.search.propose.sample.tpe import MemoTPESampler
 from tests.search.execute.test_runner import _cfg, _history, _study, fake_eval
 
 
@@ -69,7 +69,7 @@ def test_a_tpe_study_gives_the_trials_of_optunas_tpe(tmp_path, monkeypatch):
     """Through `dse run` (batches, constant liar, infeasible designs, repeats): the same trials."""
     hist = []
     for name, cls in (("memo", MemoTPESampler), ("plain", optuna.samplers.TPESampler)):
-        monkeypatch.setattr("dse.search.propose.tpe.MemoTPESampler", cls)
+        monkeypatch.setattr("dse.search.propose.sample.tpe.MemoTPESampler", cls)
         d = tmp_path / name
         d.mkdir()
         cfg = _cfg(_study(d, "tpe", trials=40))

@@ -14,14 +14,14 @@ Phases. A study of ``trials`` trials in batches of ``batch`` runs its *global ph
 as configured) for the first ``global_trials = batch * floor((1 - knee_share) * trials / batch)``
 finished trials, then its *knee phase*: each batch is planned by coordinate ascent of the knee
 utility on the trace from the best designs of the best architectures
-(``dse.search.propose.ascent``). The phase is decided per batch from the number of finished
+(``dse.search.propose.knee.ascent``). The phase is decided per batch from the number of finished
 trials before it, so a resumed study continues the phase it was in; the run records both phases
 in the study's user attribute ``dse_knee_phase`` (``global_trials``, the candidates' signature
 after each knee-phase batch, the last verdict, and whether and when it settled), and a resumed
 run keeps the recorded ``global_trials`` even if the trial target changed.
 
 Settled. After each knee-phase batch the run takes the knee's one verdict
-(``dse.search.propose.verdict``: clear, ambiguous or not settled); it has *settled* when the
+(``dse.search.propose.knee.verdict``: clear, ambiguous or not settled); it has *settled* when the
 verdict is clear, or ambiguous with every contender refined (more trials of this run would not
 change the footing of the choice). With ``stop = "knee-settled"`` the run stops there.
 """
@@ -129,10 +129,11 @@ def wrap(cfg: Any, seed: int, inner: Any, position: int | None = None, lag: int 
     """The study's sampler: ``inner`` for the global phase, the knee plan after it (optuna
     ``BaseSampler``; optuna is imported only here); ``position``: finished trials before the
     batch it asks (it decides the phase; None: the study's finished trials); a plan ``lag``
-    batches behind reads the trials ``guided.basis`` names."""
+    batches behind reads the trials ``sample.basis`` names."""
     import optuna
 
-    from dse.search.propose import ascent, guided
+    from dse.search.propose import sample
+    from dse.search.propose.knee import ascent
     G = cfg.knee.global_trials(cfg.trials, cfg.batch)
 
     class _KneePhase(optuna.samplers.BaseSampler):
@@ -143,7 +144,7 @@ def wrap(cfg: Any, seed: int, inner: Any, position: int | None = None, lag: int 
             self.todo: list[dict[str, Any]] = []
             self.basis = -1
             self.assigned: dict[int, dict[str, Any]] = {}
-            self.memo = guided.memo_of(cfg)
+            self.memo = sample.memo_of(cfg)
             self.clock = PhaseClock(G, position)
 
         def infer_relative_search_space(self, study, trial):
@@ -171,12 +172,12 @@ def wrap(cfg: Any, seed: int, inner: Any, position: int | None = None, lag: int 
                 self.inner.after_trial(study, trial, state, values)
 
         def _next(self, study) -> dict[str, Any]:
-            done, pending = guided.basis(cfg, study, position, lag)
+            done, pending = sample.basis(cfg, study, position, lag)
             if len(done) != self.basis:
-                ev = guided.Evaluated(cfg, done, pending)
-                s = {**guided.DEFAULTS, **dict(cfg.sampler_settings)} if cfg.sampler == "guided" else guided.DEFAULTS
+                ev = sample.Evaluated(cfg, done, pending)
+                s = {**sample.DEFAULTS, **dict(cfg.sampler_settings)} if cfg.sampler == "guided" else sample.DEFAULTS
                 self.todo = ascent.plan(cfg, ev, self.rng, cfg.batch, s, self.memo, cfg.knee) or \
-                    guided.plan(cfg, done, self.rng, cfg.batch, s, self.memo, pending)
+                    sample.global_plan(cfg, done, self.rng, cfg.batch, s, self.memo, pending)
                 self.basis = len(done)
             return self.todo.pop(0) if self.todo else {}
 
@@ -188,8 +189,9 @@ def signature(cfg: Any, trials: Sequence) -> list[list[Any]]:
     """The knee candidates' signature (module docstring) of the feasible front of ``trials``;
     each entry ``[architecture key values, score, margin]``."""
     from dse.search.front import knee as kn
-    from dse.search.propose import guided, knee_moves
-    ev = guided.Evaluated(cfg, trials)
+    from dse.search.propose import sample
+    from dse.search.propose.knee import front as knee_moves
+    ev = sample.Evaluated(cfg, trials)
     F, _, designs = knee_moves.front_of(cfg, ev)
     if not len(F):
         return []
@@ -203,16 +205,17 @@ def candidates_attr(cfg: Any, trials: Sequence) -> dict[str, Any]:
     """The top knee candidates of ``trials`` for the study's user attributes (dashboards): per
     candidate its trial, architecture, objectives, score and margin; whether it is ambiguous."""
     from dse.search.front import knee as kn
-    from dse.search.propose import guided, knee_moves
-    ev = guided.Evaluated(cfg, trials)
+    from dse.search.propose import sample
+    from dse.search.propose.knee import front as knee_moves
+    ev = sample.Evaluated(cfg, trials)
     F, params, designs = knee_moves.front_of(cfg, ev)
     if not len(F):
         return {"candidates": [], "ambiguous": False}
     kc = kn.knee_candidates(F, knee_moves.full_designs(cfg, designs), cfg.knee.keys,
                             rivals=knee_moves.rivals_of(cfg, ev))
-    number = {guided.param_key(t.params): t.number for t in reversed(trials)}   # first trial of a design
+    number = {sample.param_key(t.params): t.number for t in reversed(trials)}   # first trial of a design
     names = [o.name for o in cfg.objectives.objectives]
-    out = [{"rank": i, "trial": number.get(guided.param_key(params[c.index])),
+    out = [{"rank": i, "trial": number.get(sample.param_key(params[c.index])),
             "architecture": dict(zip(kc.keys, c.group)),
             "objectives": dict(zip(names, [float(v) for v in pareto_values(cfg, F[c.index])])),
             "score": round(c.score, 6), "margin": None if c.margin is None else round(c.margin, 6)}
@@ -221,7 +224,7 @@ def candidates_attr(cfg: Any, trials: Sequence) -> dict[str, Any]:
     if kc.rival is not None:          # its row: the front's, then the feasible designs'
         i = kc.rival.row
         p = params[i] if i < len(F) else ev.params[int(np.flatnonzero(ev.feasible)[i - len(F)])]
-        kc.rival.trial = number.get(guided.param_key(p))
+        kc.rival.trial = number.get(sample.param_key(p))
         rival = kc.rival.to_json(kc.keys)
     return {"candidates": out, "ambiguous": kc.ambiguous, "threshold": kc.threshold, "rival": rival}
 
@@ -292,7 +295,7 @@ class Tracker:
             if c not in done:
                 self.hist.append((c, signature(cfg, trials[:c])))
         if self.settled is None:                 # the one verdict (dse.search.review.verdict), once settled kept
-            from dse.search.propose.verdict import trials_verdict
+            from dse.search.propose.knee.verdict import trials_verdict
             v = trials_verdict(cfg, trials)
             self.verdict = v.to_json()
             self.settled = len(trials) if v.settled else None

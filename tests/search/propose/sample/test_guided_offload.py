@@ -12,12 +12,13 @@ import pytest
 
 from dse.search import load_study, run_study
 from dse.search.execute.pool import EvaluationPool
-from dse.search.propose import estimate, guided
+from dse.search.propose.bound import estimate
+from dse.search.propose.sample import guided
 from dse.search.storage.storage import open_study
 from dse.search.storage.stored import sampler_form
-from tests.search.propose.test_guided import _study
+from tests.search.propose.sample.test_guided import _study
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 FULL = load_study(ROOT / "studies" / "full.toml")
 
 

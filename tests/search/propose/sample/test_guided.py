@@ -10,11 +10,12 @@ import pytest
 
 from dse.search import load_results, load_study, run_study
 from dse.search.front import pareto
-from dse.search.propose import draw, estimate, guided
+from dse.search.propose.bound import estimate
+from dse.search.propose.sample import draw, guided
 from tests.fixtures import LATENCY_POWER_OBJECTIVES
 from tests.search.execute.test_resume import outcome
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 OBJECTIVES = (ROOT / "objectives" / "full.toml").read_text()
 
 

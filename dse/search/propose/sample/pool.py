@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from dse.search.propose import draw
+from dse.search.propose.sample import draw
 from dse.search.space.space import Space
 
 MISSING = object()      # a knob neither drawn for a row nor in the base

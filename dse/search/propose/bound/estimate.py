@@ -1,7 +1,7 @@
 """Estimates of trace-driven objectives and feasibility from the closed form (the guided sampler's step 3).
 
-The vectorised closed form with its bounds (``dse.search.propose.fidelity.closed_form_bounds_many``,
-``dse.search.propose.bounds``) gives each design a bound of every objective and a few closed-form hints
+The vectorised closed form with its bounds (``dse.search.propose.bound.fidelity.closed_form_bounds_many``,
+``dse.search.propose.bound.metrics``) gives each design a bound of every objective and a few closed-form hints
 (``bound_arrays``). ``Estimator`` learns, from the designs the study evaluated on the trace:
 
 * each objective's ratio to its bound: a ridge regression (``ratio_model``) of log(value /
@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from dse.search.front import pareto
-from dse.search.propose import bound_table, fidelity
-from dse.search.propose.bounds import HINTS
+from dse.search.propose.bound import columns as bound_table
+from dse.search.propose.bound import fidelity
+from dse.search.propose.bound.metrics import HINTS
 from dse.search.space.objectives import score
 
 # bound metrics (and closed-form hints, ``bounds.HINTS``) the regressions read, as logs
@@ -270,7 +271,7 @@ def logistic_model(X: np.ndarray, y: np.ndarray, penalty: float, iterations: int
 
 class Estimator:
     """Estimated objectives (minimisation form) and probability of being feasible of candidates,
-    learnt from the evaluated designs ``ev`` (``dse.search.propose.guided.Evaluated``; module docstring);
+    learnt from the evaluated designs ``ev`` (``dse.search.propose.sample.guided.Evaluated``; module docstring);
     ``ridge``: the penalty of every regression; ``logistic``: feasibility from
     ``logistic_model`` instead of the clipped fit of the worst constraint value; ``memo``: the
     sampler's ``BoundMemo`` of the evaluated designs' bounds."""

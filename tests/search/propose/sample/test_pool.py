@@ -10,13 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dse.search.propose import draw, draw_pool
-from dse.search.propose.estimate import BoundMemo
+from dse.search.propose.bound.estimate import BoundMemo
+from dse.search.propose.sample import draw
+from dse.search.propose.sample import pool as draw_pool
 from dse.search.space.space_file import load_space, space_from_dict
 from dse.search.study.study import load_study
-from tests.search.propose.test_draw import ODD_PARAMS
+from tests.search.propose.sample.test_draw import ODD_PARAMS
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 BASE = load_study(ROOT / "studies" / "full.toml").base_env()
 FULL = load_space(ROOT / "spaces" / "full.toml")
 # log int and float, floats without a step, expression bounds on two earlier knobs, a stepped

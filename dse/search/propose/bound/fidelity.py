@@ -2,7 +2,7 @@
 
 A study with ``fidelity = "multi"`` evaluates every proposed design first with the vectorised
 closed form (``dse.vector``, microseconds) and turns it into *bounds* of its trace-driven
-metrics (``dse.search.propose.bounds``: each bound is provably no better than the trace-driven value,
+metrics (``dse.search.propose.bound.metrics``: each bound is provably no better than the trace-driven value,
 under the assumption stated there). The trace-driven evaluation (milliseconds to seconds) is
 spent only on designs that can still enter the feasible front of the trials before the batch:
 
@@ -35,7 +35,7 @@ import numpy as np
 
 from dse.errors import ConfigError
 from dse.search.front import pareto
-from dse.search.propose import bounds
+from dse.search.propose.bound import metrics as bounds
 from dse.search.space.objectives import Constraint, Objective, ObjectiveSet, score
 from dse.search.space.objectives import _aggregate as aggregate
 from dse.search.storage.stored import OUTCOME_ATTR

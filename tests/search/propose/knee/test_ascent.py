@@ -1,0 +1,88 @@
+"""The knee phase's plan (dse/search/propose/knee/ascent.py): chains headed by the best design of
+each architecture (ties: the one with more slack), their one-knob moves best first, exchange moves
+over the closed form's walls with the nearest repair, turns among the chains; deterministic and
+never proposing a design already evaluated."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dse.search import load_study, run_study
+from dse.search.propose import sample
+from dse.search.propose.bound import BoundMemo
+from dse.search.propose.knee import Chains, knee_plan
+from dse.search.propose.knee.ascent import _by_knob, _nearest_repairs, _turns, _walls
+from tests.studies.test_knee_phase import study
+
+ROOT = Path(__file__).resolve().parents[4]
+
+
+def _moves(values):
+    """One-knob moves of a parent {a: 2, b: 10} (knob a: 0..4, knob b: 0, 10, ..., 40)."""
+    vs, ks = [], []
+    for k, vals in values.items():
+        for v in vals:
+            vs.append({"a": 2, "b": 10, k: v})
+            ks.append(k)
+    return vs, ks
+
+
+def test_a_wall_is_the_first_value_the_closed_form_rejects_on_each_side():
+    vs, ks = _moves({"a": [0, 1, 3, 4], "b": [0, 20, 30, 40]})
+    ok = np.array([False, True, True, False,      # a: 0 rejected, 1 ok | 3 ok, 4 rejected
+                   True, True, False, False])     # b: 0 ok | 20 ok, 30 and 40 rejected
+    walls = _walls({"a": 2, "b": 10}, vs, ks, ok)
+    assert sorted((ks[i], vs[i][ks[i]]) for i in walls) == [("a", 0), ("a", 4), ("b", 30)]
+
+
+def test_the_nearest_admitted_repair_on_each_side_of_each_knob():
+    vs, ks = _moves({"b": [0, 20, 30, 40]})
+    owner = [0, 1, 2, 3]                              # pairs of one wall step with b = 0, 20, 30, 40
+    ok = np.array([True, False, True, True])          # b = 20 does not bring the pair back inside
+    got = _nearest_repairs({"a": 2, "b": 10}, vs, ks, owner, ok)
+    assert sorted(vs[owner[t]]["b"] for t in got) == [0, 30]      # below: 0; above: 30 (20 rejected)
+
+
+def test_one_move_of_each_knob_first_and_turns_give_the_top_chain_every_other_slot():
+    gain = np.array([0.1, 0.3, 0.2, 0.05])
+    assert _by_knob(np.arange(4), gain, ["a", "a", "b", "b"]) == [1, 2, 0, 3]
+    assert _turns([[0, 1, 2, 3], [10, 11], [20]], 7) == [0, 10, 1, 20, 2, 3, 11]      # 0, 1, 0, 2, 0, then again
+    assert _turns([[], [10, 11]], 5) == [10, 11]
+
+
+def _evaluated(tmp_path):
+    cfg = load_study(study(tmp_path, "", trials=48, objectives="full.toml"), storage=f"sqlite:///{tmp_path / 'a.db'}")
+    run_study(cfg)
+    from dse.search.storage.storage import open_study
+    st, _ = open_study(cfg, create=False)
+    trials = sorted([t for t in st.get_trials() if t.state.is_finished()], key=lambda t: t.number)
+    return cfg, sample.Evaluated(cfg, trials)
+
+
+def test_chains_head_each_architecture_with_its_best_design(tmp_path):
+    cfg, ev = _evaluated(tmp_path)
+    ch = Chains(cfg, ev, cfg.knee.keys, 3)
+    assert len(ch.heads) >= 2 and len({h.group for h in ch.heads}) == len(ch.heads)
+    us = [h.utility for h in ch.heads]
+    assert us == sorted(us, reverse=True)
+    for h in ch.heads:                                 # the best of its architecture, by its utility
+        assert all(ch.u[i] <= h.utility + 1e-9 for i, g in ch.group.items() if g == h.group)
+    top = ch.heads[0]
+    ties = [i for i, g in ch.group.items() if g == top.group and abs(ch.u[i] - top.utility) < 1e-9]
+    assert ev.violation[top.row] == min(ev.violation[i] for i in ties)   # ties: the most slack
+
+
+def test_the_plan_is_deterministic_and_never_repeats_a_design(tmp_path):
+    cfg, ev = _evaluated(tmp_path)
+    settings = {**sample.DEFAULTS, "pool": 200}
+    a = knee_plan(cfg, ev, np.random.default_rng(7), 8, settings, BoundMemo(), cfg.knee)
+    b = knee_plan(cfg, ev, np.random.default_rng(7), 8, settings, BoundMemo(), cfg.knee)
+    assert a == b and len(a) == 8
+    keys = [BoundMemo.key(p) for p in a]
+    assert len(set(keys)) == len(keys) and not set(keys) & ev.known
+    for p in a:
+        assert sample.is_legal(cfg.space, cfg.base_env(), p)
+    # the top chain's moves come first: the first proposal is one or two knobs from its head
+    head = ev.params[Chains(cfg, ev, cfg.knee.keys, 3).heads[0].row]
+    assert 1 <= sum(a[0].get(k) != head.get(k) for k in head) <= 2
