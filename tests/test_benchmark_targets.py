@@ -30,9 +30,13 @@ def latest(target: dict) -> dict:
 
 
 def render(ts: list[dict]) -> str:
-    """The table, one row per target with its latest record and when it was measured."""
+    """The table, one row per target with its latest record and when it was measured (a target
+    without a record yet: "not measured yet")."""
     rows = ["| target | today | measured | benchmark | verdict |", "|---|---|---|---|---|"]
     for t in ts:
+        if not t.get("record"):
+            rows.append(f"| {t['name']} | not measured yet | - | `{t.get('benchmark', '')}` | - |")
+            continue
         r = latest(t)
         bench = r.get("benchmark", t.get("benchmark", ""))
         rows.append(f"| {t['name']} | {r['figure']} | {r['date']}, {r['when']} | `{bench}` | {r['verdict']} |")
@@ -61,7 +65,7 @@ def test_the_page_shows_each_targets_latest_record():
 def test_a_record_states_only_numbers_its_sources_hold():
     cited = 0
     for t in targets():
-        for r in t["record"]:
+        for r in t.get("record", []):
             if not r.get("sources"):
                 continue
             text = " ".join(entry_text(s["file"], s["entry"]) for s in r["sources"])
@@ -79,6 +83,11 @@ def test_the_checks_fail_on_a_stale_figure():
     assert page_table(stale) != render(ts)
     held = set(NUMBER.findall(entry_text("benchmarks/HISTORY.md", jobs["record"][-1]["sources"][0]["entry"])))
     assert "1.70" in held and "1.34" not in held
+
+
+def test_a_target_awaiting_its_first_record_is_listed():
+    row = render([{"name": "x at least y", "benchmark": "bench_x.py"}]).splitlines()[-1]
+    assert row == "| x at least y | not measured yet | - | `bench_x.py` | - |"
 
 
 def write() -> None:
