@@ -213,8 +213,7 @@ def catalog_run(spec: dict) -> dict:
     from dse.search.review.quality import knee_candidates
     from dse.search.study.results import load_results
     from dse.search.study.study import load_study
-    cfg = load_study(Path(spec["study"]), seed=spec["seed"], storage=f"sqlite:///{spec['db']}")
-    cfg = replace(cfg, trials=spec["trials"])
+    cfg = load_study(Path(spec["study"]), seed=spec["seed"], trials=spec["trials"], storage=f"sqlite:///{spec['db']}")
     if spec["sampler"] is not None:      # a stock sampler: no knee phase, run to its trial target
         cfg = replace(cfg, sampler=spec["sampler"], sampler_settings=_stock_settings(spec["sampler"], cfg.batch),
                       knee=KneeSearch())
