@@ -209,7 +209,7 @@ def catalog_run(spec: dict) -> dict:
 
     from dse.search.execute.runner import run_study
     from dse.search.execute.workers import stop_workers
-    from dse.search.propose.knee_phase import KneeSearch
+    from dse.search.propose.knee import KneeSearch
     from dse.search.review.quality import knee_candidates
     from dse.search.study.results import load_results
     from dse.search.study.study import load_study
