@@ -63,7 +63,14 @@ from dse.search.execute.trials import Batch, DesignCache, too_many_failures
 from dse.search.propose.samplers import make_sampler
 from dse.search.storage import optuna_compat as oc
 from dse.search.storage.mirror import StudyMirror
-from dse.search.storage.storage import finish_trial, open_storage, open_study, quiet_optuna, storage_label
+from dse.search.storage.storage import (
+    finish_trial,
+    mask_text,
+    open_storage,
+    open_study,
+    quiet_optuna,
+    storage_label,
+)
 from dse.search.storage.stored import demote_repeats, stored_form
 from dse.search.study.study import StudyConfig
 
@@ -153,7 +160,7 @@ def run_worker(cfg: StudyConfig, *, jobs: int = 1, worker_id: str | None = None,
     ``cfg.heartbeat_s`` (give every worker of a study the same). A lost database connection is
     ridden out (``reconnect.Outage``: one line, bounded backoff for ``db_retry_s`` seconds), then
     the loop starts again on a fresh connection; ``DatabaseUnreachable`` past the budget."""
-    log = log or (lambda msg: print(f"dse worker: {msg}", file=sys.stderr, flush=True))
+    log = _masked(log or (lambda msg: print(f"dse worker: {msg}", file=sys.stderr, flush=True)), cfg.storage)
     t0 = time.perf_counter()
     summary: WorkerSummary | None = None
     with quiet_optuna(), Shutdown() as shutdown:
@@ -176,6 +183,11 @@ def run_worker(cfg: StudyConfig, *, jobs: int = 1, worker_id: str | None = None,
                     break
     summary.elapsed_s = time.perf_counter() - t0
     return summary
+
+
+def _masked(log: Callable[[str], None], url: str | None) -> Callable[[str], None]:
+    """``log`` with the storage URL's password masked in every line (a driver's message may quote it)."""
+    return log if not url else (lambda msg: log(mask_text(msg, url)))
 
 
 class _Worker:

@@ -142,7 +142,9 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
         if db is not None:
             raise ConfigError(f"{db}: cannot open the study database ({msg})") from None
         hint = ("; the server's max_connections is reached: run fewer workers, or raise max_connections"
-                if "too many clients" in msg.lower() or "too many connections" in msg.lower() else "")
+                if "too many clients" in msg.lower() or "too many connections" in msg.lower() else
+                "; give the password in DSE_STORAGE, PGPASSWORD, ~/.pgpass or a PGSERVICEFILE service"
+                if "no password supplied" in msg or "password authentication failed" in msg else "")
         raise ConfigError(f"storage {mask_url(url)}: cannot connect ({mask_text(msg, url)}){hint}") from None
 
 
@@ -313,7 +315,7 @@ def _query_secrets(rest: str) -> list[str]:
     return out
 
 
-def _secrets(url: str) -> list[str]:
+def secrets_of(url: str) -> list[str]:
     """Every secret a storage URL may carry, under both readings of an ambiguous URL: the password
     of ``user:password@`` (between the first ':' of the user info and the LAST '@', so a raw '@',
     '/' or '?' in a password stays hidden) and the values of password-like query parameters
@@ -356,7 +358,7 @@ def mask_url(url: str | None) -> str:
 def mask_text(text: str, url: str) -> str:
     """Remove the secrets of ``url`` (and their URL-decoded forms) from an arbitrary message."""
     from urllib.parse import unquote
-    for secret in sorted(_secrets(url), key=len, reverse=True):
+    for secret in sorted(secrets_of(url), key=len, reverse=True):
         for form in {secret, unquote(secret)}:
             if form:
                 text = text.replace(form, "***")
