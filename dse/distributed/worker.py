@@ -278,25 +278,41 @@ class _Worker:
         """Reserve up to ``k`` trials that hold a slot; a trial beyond the target is recorded PRUNED.
 
         A trial popped from the queue already held its slot while WAITING; it is checked only when
-        more trials hold slots than the target (``check_queued``: a transient race)."""
-        study, s = self.study, self.summary
-        out = []
+        more trials hold slots than the target (``check_queued``: a transient race). A trial another
+        worker failed as stale meanwhile (this one stalled, e.g. SIGSTOP, past the grace period)
+        is left to its re-queued copy."""
+        import optuna
+        s, out = self.summary, []
         for _ in range(k):
-            t = ask_reserved(study)
+            t = ask_reserved(self.study)
             beats.add(oc.trial_id(t))
-            fresh = "fixed_params" not in oc.trial_system_attrs(study, t) and not t.params
-            grid = self.cfg.sampler == "grid"
-            if (grid and (fresh or redundant_copy(study, self.cfg, t))) or \
-                    ((fresh or check_queued) and not quota.holds_slot(study, t.number, s.target)):
-                # Lost the race for a queued grid point, or the target is already held by others.
-                t.set_user_attr(SURPLUS_ATTR, True)
-                study.tell(t, state=TrialState.PRUNED)
+            try:
+                held = self._hold(t, check_queued)
+            except optuna.exceptions.UpdateFinishedTrialError:
+                beats.discard(oc.trial_id(t))
+                self.log(f"trial {t.number} was re-queued by another worker while this one stalled; left to its copy")
+                s.dropped += 1
+                break
+            if not held:
                 beats.discard(oc.trial_id(t))
                 s.surplus += 1
                 break
-            t.set_user_attr(WORKER_ATTR, s.worker)
             out.append(t)
         return out
+
+    def _hold(self, t, check_queued: bool) -> bool:
+        """Whether the reserved ``t`` may be evaluated (marked with this worker's name); if not, it
+        lost the race for a queued grid point or the target is held by others: recorded PRUNED."""
+        study, s = self.study, self.summary
+        fresh = "fixed_params" not in oc.trial_system_attrs(study, t) and not t.params
+        grid = self.cfg.sampler == "grid"
+        if (grid and (fresh or redundant_copy(study, self.cfg, t))) or \
+                ((fresh or check_queued) and not quota.holds_slot(study, t.number, s.target)):
+            t.set_user_attr(SURPLUS_ATTR, True)
+            oc.study_storage(study).set_trial_state_values(oc.trial_id(t), state=TrialState.PRUNED)
+            return False
+        t.set_user_attr(WORKER_ATTR, s.worker)
+        return True
 
     def _evaluate(self, trials: list, pool: EvaluationPool, beats: Heartbeats) -> None:
         """Sample (on the in-memory mirror), evaluate (new designs only) and write one batch of

@@ -21,14 +21,16 @@ Private names used (optuna 4.x and 5.x):
 * ``study._tell._tell_with_warning``
 * ``samplers._tpe.sampler._split_trials`` (wrapped: ``tpe_split_memo``)
 
-Reading every trial of a study in a few plain queries is ``dse.search.storage.optuna_read``.
+Reading every trial of a study in a few plain queries is ``dse.search.storage.optuna_read``;
+failing a stale trial and re-queueing it in one transaction, ``dse.search.storage.optuna_stale``
+(with ``RDBStorage._get_stale_trial_ids``).
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -203,16 +205,6 @@ def oldest_waiting_ids(rdb_storage: Any, sid: int, limit: int) -> list[int]:
         return [tid for (tid,) in session.execute(
             sa.select(T.trial_id).where(T.study_id == sid, T.state == TrialState.WAITING)
             .order_by(T.number).limit(limit)).all()]
-    finally:
-        session.close()
-
-
-def ids_with_heartbeat(rdb_storage: Any, ids: Iterable[int]) -> set[int]:
-    """Those of the trial ids that have ever recorded a heartbeat."""
-    H = models().TrialHeartbeatModel
-    session = _session(rdb_storage)
-    try:
-        return {tid for (tid,) in session.query(H.trial_id).filter(H.trial_id.in_(sorted(ids))).all()}
     finally:
         session.close()
 

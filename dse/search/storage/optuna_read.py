@@ -73,7 +73,7 @@ def _frozen(trials, params, values, user, system, steps) -> list:
     for tid, step, value, kind in steps:
         i_by[tid][step] = M.TrialIntermediateValueModel.stored_repr_to_intermediate_value(value, kind)
     out = []
-    when = _trial_datetimes(M.TrialModel)
+    when = trial_datetimes(M.TrialModel)
     for tid, number, state, start, complete in trials:
         vals = v_by.get(tid)
         out.append(FrozenTrial(
@@ -100,7 +100,7 @@ def loads_many(docs: list[str]) -> list:
     return out
 
 
-def _trial_datetimes(T: Any) -> Callable[[str, Any], Any]:
+def trial_datetimes(T: Any) -> Callable[[str, Any], Any]:
     """``(which, stored) -> datetime`` as optuna's trial model gives it: optuna 5 stores naive UTC
     (``_datetime_start_utc``) and its ``datetime_start`` property converts it to local time;
     optuna 4 stores and gives the value as is."""
