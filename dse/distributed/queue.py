@@ -34,17 +34,21 @@ def ask_reserved(study):
 
     optuna's ask reads every WAITING trial to pop one (O(queue) per ask, O(N^2) for a queued
     grid); here a few of the oldest queued ids are read and claimed with optuna's own atomic
-    WAITING -> RUNNING transition. Any other storage, or an empty queue, uses ``study.ask()``."""
+    WAITING -> RUNNING transition, and an empty queue creates the trial. Other storages:
+    ``study.ask()``."""
     import optuna
     rdb = oc.rdb(study)
-    if rdb is not None:
-        ids = oc.oldest_waiting_ids(rdb, oc.study_id(study), POP_CANDIDATES)
-        random.shuffle(ids)  # many workers: do not all fight for the same oldest trial
-        for tid in ids:
-            if claim(study, tid):
-                oc.forget_cached_trials(study)
-                return optuna.Trial(study, tid)
-    return study.ask()
+    if rdb is None:
+        return study.ask()
+    ids = oc.oldest_waiting_ids(rdb, oc.study_id(study), POP_CANDIDATES)
+    random.shuffle(ids)  # many workers: do not all fight for the same oldest trial
+    for tid in ids:
+        if claim(study, tid):
+            oc.forget_cached_trials(study)
+            return optuna.Trial(study, tid)
+    # a new trial (optuna's ask would first read every trial the study gained into its cache)
+    oc.forget_cached_trials(study)
+    return optuna.Trial(study, oc.study_storage(study).create_new_trial(oc.study_id(study)))
 
 
 def claim(study, tid: int) -> bool:

@@ -145,10 +145,15 @@ def _create_once(cfg: StudyConfig) -> bool:
 
 
 def open_worker_study(cfg: StudyConfig, worker: str):
-    """(study, raw storage, created); the study's sampler is this worker's (seeded by its name)."""
+    """(study, raw storage, sampler, created): ``sampler`` is this worker's (seeded by its name),
+    for the in-memory mirror where it draws; the shared study only reserves trials, so it gets a
+    random sampler, never asked (the worker's sampler there read every trial of the study into
+    optuna's cache to prepare trials it never sampled)."""
+    import optuna
     created = _create_once(cfg)
-    study, storage = open_study(cfg, create=True, sampler=make_sampler(cfg, worker_seed(cfg.seed, worker)))
-    return study, storage, created
+    seed = worker_seed(cfg.seed, worker)
+    study, storage = open_study(cfg, create=True, sampler=optuna.samplers.RandomSampler(seed=seed))
+    return study, storage, make_sampler(cfg, seed), created
 
 
 # ---- the loop ------------------------------------------------------------------------------
@@ -196,7 +201,7 @@ class _Worker:
     def __init__(self, cfg: StudyConfig, jobs: int, worker: str, fn, log: Callable[[str], None],
                  summary: WorkerSummary | None = None):
         self.cfg, self.jobs, self.fn, self.log = cfg, jobs, fn, log
-        self.study, self.storage, created = open_worker_study(cfg, worker)
+        self.study, self.storage, sampler, created = open_worker_study(cfg, worker)
         self.grace = grace_period_s(self.storage)
         self.interval = heartbeat_interval_s(self.storage)
         target = cfg.trials
@@ -204,7 +209,8 @@ class _Worker:
             target = queue_grid(self.study, cfg, created, wait_s=max(10.0, self.grace or 30.0), log=log)
         self.summary = summary or WorkerSummary(cfg.name, storage_label(cfg), worker, target)
         self.env = cfg.base_env()
-        self.mirror = StudyMirror(self.study, self.storage, cfg.objectives.directions, self.study.sampler)
+        self.mirror = StudyMirror(self.study, self.storage, cfg.objectives.directions, sampler)
+        self.ledger = quota.Ledger(self.study)
         self.cache, _, _ = DesignCache.from_trials(self.mirror.sync(queue_waiting=False, states=_MIRRORED))
 
     def loop(self, max_trials: int | None, poll_s: float, shutdown: Shutdown) -> WorkerSummary:
@@ -225,7 +231,7 @@ class _Worker:
                     if self.interval is not None and now - last_sweep >= min(self.interval, 5.0):
                         s.requeued += fail_stale(self.study, self.storage)
                         last_sweep = now
-                    c = quota.counts(self.study)
+                    c = self.ledger.counts()
                     s.complete = c.complete
                     if c.complete >= s.target:
                         if self.cfg.sampler == "grid":
@@ -247,7 +253,7 @@ class _Worker:
                         for t in self.mirror.sync(queue_waiting=False, states=_MIRRORED):
                             self.cache.add_trial(t)           # what the other workers finished meanwhile
                         self._evaluate(batch, pool, beats)
-                s.complete = quota.counts(self.study).complete
+                s.complete = self.ledger.counts().complete
         finally:
             pool.close()
         return s
@@ -307,7 +313,7 @@ class _Worker:
         fresh = "fixed_params" not in oc.trial_system_attrs(study, t) and not t.params
         grid = self.cfg.sampler == "grid"
         if (grid and (fresh or redundant_copy(study, self.cfg, t))) or \
-                ((fresh or check_queued) and not quota.holds_slot(study, t.number, s.target)):
+                ((fresh or check_queued) and not self.ledger.holds_slot(t.number, s.target)):
             t.set_user_attr(SURPLUS_ATTR, True)
             oc.study_storage(study).set_trial_state_values(oc.trial_id(t), state=TrialState.PRUNED)
             return False

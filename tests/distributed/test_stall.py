@@ -20,17 +20,16 @@ from tests.fixtures import write_distributed_study
 def test_a_worker_stalled_while_reserving_leaves_the_trial_to_its_copy(tmp_path, monkeypatch):
     study_file = write_distributed_study(tmp_path, sampler="random", trials=6, batch=2, name="stall")
     cfg = load_study(study_file, storage=f"sqlite:///{tmp_path / 'stall.db'}", check_metrics=False)
-    real, stalled, logged = quota.holds_slot, [], []
+    real, stalled, logged = quota.Ledger.holds_slot, [], []
 
-    def holds_slot(study, number, target):
+    def holds_slot(ledger, number, target):
         if not stalled:      # the worker stalls here; another one fails its trial as stale meanwhile
-            rdb = oc.rdb(study)
-            tid = rdb.get_trial_id_from_study_id_trial_number(oc.study_id(study), number)
-            assert fail_and_requeue(rdb, tid, retry_copy(MAX_RETRY))
+            tid = ledger.rdb.get_trial_id_from_study_id_trial_number(ledger.sid, number)
+            assert fail_and_requeue(ledger.rdb, tid, retry_copy(MAX_RETRY))
             stalled.append(number)
-        return real(study, number, target)
+        return real(ledger, number, target)
 
-    monkeypatch.setattr(quota, "holds_slot", holds_slot)
+    monkeypatch.setattr(quota.Ledger, "holds_slot", holds_slot)
     s = run_worker(cfg, worker_id="w0", log=logged.append)
     assert stalled == [0] and s.dropped == 1 and s.complete == 6
     assert any("re-queued by another worker while this one stalled" in line for line in logged)

@@ -40,6 +40,7 @@ class StudyMirror:
         self.directions = list(directions)
         self.mem = optuna.create_study(directions=self.directions, sampler=sampler)
         self.held: list = []                     # the finished trials ``mem`` holds, in order
+        self.floor = 0                           # RDB: every trial below this id is finished and synced
 
     def sync(self, *, queue_waiting: bool = True, states: Sequence[Any] | None = None) -> list:
         """Mirror new finished persistent trials (of ``states`` if given, as told to the sampler:
@@ -49,7 +50,13 @@ class StudyMirror:
         new = []
         if states is None and self._unchanged():
             return new
-        for t in optuna_read.all_trials(self.pstudy):
+        rdb = optuna_compat.rdb(self.storage)
+        trials = optuna_read.read_trials(rdb, self.sid, self.floor) if rdb is not None else \
+            self.pstudy.get_trials(deepcopy=False)
+        if rdb is not None:   # from the oldest unfinished trial on: a study's sync costs O(new), not O(trials)
+            self.floor = optuna_read.floor(((optuna_compat.trial_id(t), t.state.is_finished()) for t in trials),
+                                           self.floor)
+        for t in trials:
             tid = optuna_compat.trial_id(t)
             if tid in self.seen:
                 continue

@@ -21,18 +21,21 @@ def test_sync_sees_other_writers_and_skips_reading_when_unchanged(tmp_path, monk
         m = StudyMirror(study, storage, ["minimize"], optuna.samplers.RandomSampler(seed=0))
         assert [x.number for x in m.sync()] == [0]
         reads = []
-        real = optuna_read.all_trials
-        monkeypatch.setattr(optuna_read, "all_trials", lambda s: reads.append(1) or real(s))
+        real = optuna_read.read_trials
+        monkeypatch.setattr(optuna_read, "read_trials", lambda *a: reads.append(a[2]) or real(*a))
         assert m.sync() == [] and reads == []                  # nothing new: no read
         mt = m.ask({"x": FloatDistribution(0, 1)})
         m.write(mt, m.tell(mt, [0.5]))                          # this process's own write
         assert m.sync() == [] and reads == []
         t = other.ask({"x": FloatDistribution(0, 1)})          # another process finishes one
         other.tell(t, 2.0)
-        assert [x.number for x in m.sync()] == [2] and reads == [1]
+        ids = [optuna_compat.trial_id(x) for x in study.get_trials(deepcopy=False)]
+        assert [x.number for x in m.sync()] == [2] and reads == [ids[1]]   # read from the first unsynced trial on
         other.enqueue_trial({"x": 0.25})                        # ... and queues one
-        assert m.sync() == [] and reads == [1, 1] and len(m.queued) == 1
-        assert m.sync() == [] and reads == [1, 1]
+        assert m.sync() == [] and reads == [ids[1], ids[2] + 1] and len(m.queued) == 1
+        assert m.sync() == [] and reads == [ids[1], ids[2] + 1]
+        other.tell(other.ask({"x": FloatDistribution(0, 1)}), 3.0)   # another process pops the queued trial
+        assert [x.number for x in m.sync()] == [3] and reads[-1] == ids[2] + 1 and m.floor == ids[2] + 2
     assert optuna_compat.rdb(storage) is storage
 
 
