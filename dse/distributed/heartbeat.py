@@ -48,17 +48,23 @@ class Heartbeats:
             self._ids.add(trial_id)
         self.storage.record_heartbeat(trial_id)
 
+    def hold(self, trial_id: int) -> None:
+        """Beat for a trial whose first heartbeat was recorded when it was reserved."""
+        with self._lock:
+            self._ids.add(trial_id)
+
     def discard(self, trial_id: int) -> None:
         with self._lock:
             self._ids.discard(trial_id)
 
     def beat(self) -> None:
+        from dse.search.storage.optuna_stale import record_heartbeats
         with self._lock:
             ids = sorted(self._ids)
-        error = None
-        for tid in ids:
-            try:
-                self.storage.record_heartbeat(tid)
+        error, rdb = None, oc.rdb(self.storage)
+        for group in ([ids] if rdb is not None else [[tid] for tid in ids]):
+            try:      # RDB: every trial held in one transaction
+                record_heartbeats(rdb, group) if rdb is not None else self.storage.record_heartbeat(group[0])
             except Exception as exc:  # a transient database error: the next beat retries
                 error = exc
         if error is not None and not self._failing and self.log is not None and not is_connection_error(error):

@@ -34,6 +34,7 @@ Evaluation, design keys, caching and the recorded attributes are the trial lifec
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import socket
@@ -152,7 +153,7 @@ def open_worker_study(cfg: StudyConfig, worker: str):
     import optuna
     created = _create_once(cfg)
     seed = worker_seed(cfg.seed, worker)
-    study, storage = open_study(cfg, create=True, sampler=optuna.samplers.RandomSampler(seed=seed))
+    study, storage = open_study(cfg, create=True, sampler=optuna.samplers.RandomSampler(seed=seed), pre_ping=False)
     return study, storage, make_sampler(cfg, seed), created
 
 
@@ -289,6 +290,8 @@ class _Worker:
         is left to its re-queued copy."""
         import optuna
         s, out = self.summary, []
+        if self.ledger.rdb is not None:
+            return self._reserve_batch(k, beats)
         for _ in range(k):
             t = ask_reserved(self.study)
             beats.add(oc.trial_id(t))
@@ -303,6 +306,25 @@ class _Worker:
                 beats.discard(oc.trial_id(t))
                 s.surplus += 1
                 break
+            out.append(t)
+        return out
+
+    def _reserve_batch(self, k: int, beats: Heartbeats) -> list:
+        """RDB storages: the batch reserved in one transaction (``quota.Ledger.reserve``); a queued
+        grid point another worker holds too gives way (``redundant_copy``)."""
+        import optuna
+        s, grid = self.summary, self.cfg.sampler == "grid"
+        reserved, surplus = self.ledger.reserve(k, s.target, {WORKER_ATTR: s.worker}, SURPLUS_ATTR, fresh=not grid)
+        s.surplus += surplus
+        out = []
+        for t in reserved:
+            if grid and ("fixed_params" not in t.system_attrs or redundant_copy(self.study, self.cfg, t)):
+                with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):   # stale meanwhile
+                    self.storage.set_trial_user_attr(oc.trial_id(t), SURPLUS_ATTR, True)
+                    self.storage.set_trial_state_values(oc.trial_id(t), state=TrialState.PRUNED)
+                s.surplus += 1
+                continue
+            beats.hold(oc.trial_id(t))
             out.append(t)
         return out
 

@@ -112,16 +112,18 @@ def _worker(study: Path, env: dict, *extra: str) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def _title_while_working(p: subprocess.Popen, url: str) -> bytes:
-    """The worker's command line once it works on the study (its first trials are written)."""
+def _title_while_working(p: subprocess.Popen, url: str, name: str) -> bytes:
+    """The worker's command line once it works on study ``name`` (its first trials are written)."""
     import sqlalchemy as sa
     engine = sa.create_engine(url)
+    done = sa.text("SELECT count(*) FROM trials t JOIN studies s ON s.study_id = t.study_id "
+                   "WHERE s.study_name = :n AND t.state = 'COMPLETE'")
     try:
         for _ in range(600):
             time.sleep(0.1)
             try:
                 with engine.connect() as c:
-                    if c.execute(sa.text("SELECT count(*) FROM trials WHERE state = 'COMPLETE'")).scalar_one():
+                    if c.execute(done, {"n": name}).scalar_one():
                         break
             except sa.exc.DBAPIError:
                 pass
@@ -138,19 +140,21 @@ def test_process_titles(tmp_path, postgres_url):
     """Through DSE_STORAGE the password never reaches the title; on the command line it is warned
     about once and overwritten in the title while the worker runs."""
     password = _password(postgres_url)
-    study = write_distributed_study(tmp_path, sampler="random", trials=8, batch=4, name="title")
     env = {k: v for k, v in os.environ.items() if k != STORAGE_ENV}
+    study = write_distributed_study(tmp_path / "a", sampler="random", trials=8, batch=4, name="title1")
     p = _worker(study, {**env, STORAGE_ENV: postgres_url})
-    title = _title_while_working(p, postgres_url)
+    title = _title_while_working(p, postgres_url, "title1")
     assert b"worker" in title and password.encode() not in title
     assert WARNING not in p.stderr.read()
+    study = write_distributed_study(tmp_path / "b", sampler="random", trials=8, batch=4, name="title2")
     p = _worker(study, env, "--storage", postgres_url)
-    title = _title_while_working(p, postgres_url)
+    title = _title_while_working(p, postgres_url, "title2")
     assert b"--storage" in title and b"postgresql://dse:" in title and password.encode() not in title
     assert p.stderr.read().count(WARNING) == 1
 
 
 def test_hide_from_process_title():
+    # on stdin: the words it looks for are not on its own command line
     code = textwrap.dedent("""
         import sys
         from dse.cli.credentials import hide_from_process_title
@@ -161,7 +165,7 @@ def test_hide_from_process_title():
     if not sys.platform.startswith("linux"):
         assert not hide_from_process_title(["x"])
         return
-    r = subprocess.run([sys.executable, "-c", code, "--storage", "postgresql://u:s3cret-xyz@h/db"],
+    r = subprocess.run([sys.executable, "-", "--storage", "postgresql://u:s3cret-xyz@h/db"], input=code,
                        capture_output=True, text=True)
     title, argv = r.stdout.split("|")
     assert r.returncode == 0, r.stderr
@@ -182,6 +186,9 @@ def test_libpq_finds_the_password(tmp_path, postgres_url, monkeypatch, capsys):
     rc, _, err = _cli(capsys, "study", "list", bare)
     assert rc == 2 and "no password supplied" in err and "PGPASSWORD, ~/.pgpass" in err, err
     monkeypatch.setenv("PGPASSWORD", u.password)
+    study = write_distributed_study(tmp_path, sampler="random", trials=4, batch=4, name="libpq")
+    rc, out, err = _cli(capsys, "run", str(study), "--storage", bare, "--no-progress")
+    assert rc == 0 and u.password not in out + err, err
     assert _cli(capsys, "study", "list", bare)[0] == 0
     monkeypatch.delenv("PGPASSWORD")
     pgpass = tmp_path / ".pgpass"

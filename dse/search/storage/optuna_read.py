@@ -88,20 +88,26 @@ def _frozen(trials, params, values, user, system, steps) -> list:
 
 def read_states(rdb_storage: Any, study_id: int, from_id: int = 0) -> list[tuple[int, int, Any, bool]]:
     """``(trial id, number, state, scored)`` of the study's trials whose id is at least
-    ``from_id``, by id, in one query (``scored``: COMPLETE, or carrying the user attribute
-    ``dse_values``: ``dse.search.storage.stored.is_scored``)."""
+    ``from_id``, by id, in one query (``states_query``)."""
+    session = rdb_storage.scoped_session()
+    try:
+        return [tuple(r) for r in session.execute(states_query(study_id, from_id)).all()]
+    finally:
+        session.close()
+
+
+def states_query(study_id: int, from_id: int = 0) -> Any:
+    """``SELECT trial id, number, state, scored`` of the study's trials from id ``from_id`` on, by
+    id (``scored``: COMPLETE, or carrying the user attribute ``dse_values``:
+    ``dse.search.storage.stored.is_scored``)."""
     import sqlalchemy as sa
     from optuna.trial import TrialState
     M = models()
     c, u = M.TrialModel.__table__.c, M.TrialUserAttributeModel.__table__.c
     scored = sa.or_(c.state == TrialState.COMPLETE,
                     sa.exists().where(u.trial_id == c.trial_id, u.key == "dse_values"))
-    q = sa.select(c.trial_id, c.number, c.state, scored).where(c.study_id == study_id, c.trial_id >= from_id)
-    session = rdb_storage.scoped_session()
-    try:
-        return [tuple(r) for r in session.execute(q.order_by(c.trial_id)).all()]
-    finally:
-        session.close()
+    return sa.select(c.trial_id, c.number, c.state, scored).where(c.study_id == study_id,
+                                                                    c.trial_id >= from_id).order_by(c.trial_id)
 
 
 def floor(items: Iterable[tuple[int, bool]], current: int) -> int:

@@ -13,6 +13,7 @@ whatever interrupts it leaves the trial RUNNING, and the next sweep takes it aga
   ``orphan_ids``: RUNNING trials that never beat, started more than the grace period ago.
 * ``fail_and_requeue(rdb, tid, copy)``: FAIL the trial if it is still RUNNING, and add
   ``copy(view)`` (``None``: no copy) as a new WAITING trial of its study.
+* ``record_heartbeats``: the heartbeats of many trials in one transaction.
 * ``retry_copy``: the copy optuna's ``RetryHeartbeatStaleTrialCallback`` makes (same parameters,
   attributes, ``failed_trial`` / ``retry_history``; none past ``max_retry``); ``queued_copy``:
   ``study.enqueue_trial(params, user_attrs=...)``'s WAITING trial.
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dse.search.storage.optuna_compat import models
@@ -120,3 +121,21 @@ def queued_copy(params: dict[str, Any], user_attrs: dict[str, Any]) -> Callable[
     def copy(view: dict) -> dict:
         return {"params": {}, "user_attrs": dict(user_attrs), "system_attrs": {"fixed_params": dict(params)}}
     return copy
+
+
+def record_heartbeats(rdb: Any, ids: Sequence[int]) -> None:
+    """A heartbeat (the server's clock, as optuna records one) for each trial of ``ids``, in one
+    transaction of two or three statements (optuna's ``record_heartbeat``: a transaction of three
+    per trial, every heartbeat interval, for every trial a worker holds)."""
+    import sqlalchemy as sa
+    from optuna.storages._rdb.storage import _create_scoped_session
+    H = models().TrialHeartbeatModel.__table__
+    ids = sorted(set(ids))
+    if not ids:
+        return
+    with _create_scoped_session(rdb.scoped_session, True) as session:
+        have = {tid for (tid,) in session.execute(sa.select(H.c.trial_id).where(H.c.trial_id.in_(ids)))}
+        if have:
+            session.execute(sa.update(H).where(H.c.trial_id.in_(sorted(have))).values(heartbeat=sa.func.now()))
+        if len(have) < len(ids):
+            session.execute(sa.insert(H), [{"trial_id": tid} for tid in ids if tid not in have])

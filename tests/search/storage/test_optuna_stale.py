@@ -135,3 +135,19 @@ def test_two_sweepers_queue_one_copy(postgres_url):
     assert sorted(t.system_attrs["failed_trial"] for t in trials if t.state == TrialState.WAITING) == list(range(6))
     assert sorted(t.number for t in trials) == list(range(12))
     storage.engine.dispose()
+
+
+def test_record_heartbeats_in_one_transaction(rdb_study):
+    """As optuna's record_heartbeat, for many trials at once: a row for a trial without one, a new
+    time for one with one; staleness reads them as optuna's own."""
+    study, storage = rdb_study
+    a, b = _running(study), _running(study)
+    storage.record_heartbeat(oc.trial_id(a))
+    sid, ids = oc.study_id(study), [oc.trial_id(a), oc.trial_id(b)]
+    time.sleep(1.2)
+    st.record_heartbeats(storage, ids)
+    assert st.stale_ids(storage, sid) == [] and st.orphan_ids(storage, sid, 1.0) == []
+    time.sleep(2.2)
+    assert st.stale_ids(storage, sid) == ids
+    st.record_heartbeats(storage, ids[:1])
+    assert st.stale_ids(storage, sid) == ids[1:]
