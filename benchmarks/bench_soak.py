@@ -78,7 +78,7 @@ class Server:
 
     def restart(self) -> None:
         t0 = time.perf_counter()
-        self.ctl("-m", "fast", "-w", "-t", "120", "restart")
+        self.ctl("-l", str(self.work / "log"), "-m", "fast", "-w", "-t", "120", "restart")
         self.restarts.append(time.perf_counter() - t0)
 
     def cpu_s(self) -> float:
@@ -153,6 +153,7 @@ class Fleet:
         self.leaks: list[str] = []
         self.unfired: list[str] = []             # faults that found no worker or came after the target
         self.t_done_wall: float | None = None    # when the target was reached (time.time())
+        self.loads: list[float] = []             # the 1-minute load average at the end of each minute
         self.t0 = time.perf_counter()
 
     def start(self) -> Worker:
@@ -240,6 +241,8 @@ def drive(fleet: Fleet, server: Server, args) -> tuple[float, bool]:
         while todo and done >= todo[0][0] * args.trials and done < args.trials:
             _, kind = todo.pop(0)
             fire(fleet, server, kind, rng, grace, args.heartbeat)
+        if now - fleet.t0 >= 60 * (len(fleet.loads) + 1):
+            fleet.loads.append(os.getloadavg()[0])
         if now - fleet.t0 > args.time_limit:
             timed_out = True
             for w in fleet.running():
@@ -357,7 +360,9 @@ def cause(fleet: Fleet, rb: dict, grace: float) -> str:
     near = [e for e in fleet.events if end - 60 - grace - 10 <= e["wall"] <= end and e["kind"] != "cont"]
     if near:
         return "faults in the last minute: " + ", ".join(f"{e['kind']} at {e['t']} s" for e in near)
-    return "no fault in the last minute: the study slows down as it grows"
+    if len(fleet.loads) > 1 and fleet.loads[-1] > 1.5 * fleet.loads[0]:
+        return f"the machine's load rose from {fleet.loads[0]:.1f} to {fleet.loads[-1]:.1f} (other processes)"
+    return "no fault in the last minute and no rise of the load: the study slows down as it grows"
 
 
 def report(fleet: Fleet, server: Server, args, rb: dict, wall: float, timed_out: bool, leaks: list[str],
@@ -373,6 +378,7 @@ def report(fleet: Fleet, server: Server, args, rb: dict, wall: float, timed_out:
             print(f"  {w.name} ({w.fate}), its last lines:\n" + "\n".join(f"    | {line}" for line in tail))
     rates = rb["per_minute"]
     print("trials/s per minute: " + ", ".join(f"{r:.1f}" for r in rates))
+    print("load average per minute: " + ", ".join(f"{x:.1f}" for x in fleet.loads))
     first, end = rb["first_minute"], rb["end_window"]
     slow = end < first / 2
     print(f"throughput: first minute {first:.1f}/s, last 60 s {end:.1f}/s ({end / first if first else 0:.2f}x)"

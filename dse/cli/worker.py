@@ -46,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     from dse.cli.credentials import warn_password_on_command_line
     from dse.cli.jobs import bounded_jobs
     from dse.cli.run import study_from_args
-    from dse.distributed.worker import check_heartbeat, run_worker
+    from dse.distributed.opening import check_heartbeat
+    from dse.distributed.worker import run_worker
     warn_password_on_command_line(args.storage, "worker")
     args.jobs = bounded_jobs(args.jobs)
     if args.max_trials is not None and args.max_trials < 1:

@@ -35,9 +35,6 @@ Evaluation, design keys, caching and the recorded attributes are the trial lifec
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -47,6 +44,7 @@ from optuna.trial import TrialState
 
 from dse.distributed import quota
 from dse.distributed.heartbeat import Heartbeats, fail_stale, grace_period_s, heartbeat_interval_s
+from dse.distributed.opening import open_worker_study, worker_name
 from dse.distributed.queue import (
     ask_reserved,
     prune_leftover_copies,
@@ -61,14 +59,11 @@ from dse.errors import ConfigError, DSEError
 from dse.search.execute.evaluation import evaluate_design
 from dse.search.execute.pool import EvaluationPool, quick_dispatch
 from dse.search.execute.trials import Batch, DesignCache, too_many_failures
-from dse.search.propose.samplers import make_sampler
 from dse.search.storage import optuna_compat as oc
 from dse.search.storage.mirror import StudyMirror
 from dse.search.storage.storage import (
     finish_trial,
     mask_text,
-    open_storage,
-    open_study,
     quiet_optuna,
     storage_label,
 )
@@ -79,13 +74,6 @@ SURPLUS_ATTR = "dse_surplus"
 LOST_POINT_AGE_S = 10.0   # a grid point failed as stale this long ago without a copy was not re-queued
 WORKER_ATTR = "dse_worker"
 _MIRRORED = (TrialState.COMPLETE, TrialState.FAIL)    # finished states a worker learns from
-
-
-def check_heartbeat(interval_s: int) -> int:
-    """A ``--heartbeat`` value (seconds), checked."""
-    if not 1 <= interval_s <= 3600:
-        raise ConfigError(f"--heartbeat {interval_s}: must be an integer number of seconds in [1, 3600]")
-    return int(interval_s)
 
 
 @dataclass
@@ -111,52 +99,6 @@ class WorkerSummary:
         return self.evaluated / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
 
-def worker_name(worker_id: str | None) -> str:
-    """A name for this worker (``host:pid`` unless given)."""
-    return worker_id or f"{socket.gethostname()}:{os.getpid()}"
-
-
-def worker_seed(study_seed: int, worker: str) -> int:
-    """Sampler seed of one worker: the study seed mixed with the worker's name."""
-    digest = hashlib.sha256(f"{study_seed}:{worker}".encode()).digest()
-    return int.from_bytes(digest[:4], "little")
-
-
-# ---- opening -------------------------------------------------------------------------------
-def _create_once(cfg: StudyConfig) -> bool:
-    """Create the study if absent; True for the one process that created it."""
-    import optuna
-    from optuna.exceptions import DuplicatedStudyError
-    storage = open_storage(cfg.storage, cfg.name, cfg.results_dir, stem=cfg.base_name, heartbeat_s=cfg.heartbeat_s)
-    try:
-        storage.get_study_id_from_name(cfg.name)
-        return False
-    except KeyError:
-        pass
-    try:
-        optuna.create_study(study_name=cfg.name, storage=storage, directions=cfg.objectives.directions,
-                            load_if_exists=False)
-        return True
-    except DuplicatedStudyError:
-        return False
-    finally:
-        engine = getattr(storage, "engine", None)
-        if engine is not None:
-            engine.dispose()
-
-
-def open_worker_study(cfg: StudyConfig, worker: str):
-    """(study, raw storage, sampler, created): ``sampler`` is this worker's (seeded by its name),
-    for the in-memory mirror where it draws; the shared study only reserves trials, so it gets a
-    random sampler, never asked (the worker's sampler there read every trial of the study into
-    optuna's cache to prepare trials it never sampled)."""
-    import optuna
-    created = _create_once(cfg)
-    seed = worker_seed(cfg.seed, worker)
-    study, storage = open_study(cfg, create=True, sampler=optuna.samplers.RandomSampler(seed=seed), pre_ping=False)
-    return study, storage, make_sampler(cfg, seed), created
-
-
 # ---- the loop ------------------------------------------------------------------------------
 def run_worker(cfg: StudyConfig, *, jobs: int = 1, worker_id: str | None = None, max_trials: int | None = None,
                poll_s: float = 1.0, evaluator=None, log: Callable[[str], None] | None = None,
@@ -165,17 +107,22 @@ def run_worker(cfg: StudyConfig, *, jobs: int = 1, worker_id: str | None = None,
     a signal asks to stop, or this worker has evaluated ``max_trials``. The heartbeat interval is
     ``cfg.heartbeat_s`` (give every worker of a study the same). A lost database connection is
     ridden out (``reconnect.Outage``: one line, bounded backoff for ``db_retry_s`` seconds), then
-    the loop starts again on a fresh connection; ``DatabaseUnreachable`` past the budget."""
+    the loop goes on with fresh connections, keeping what the worker has read (``_Worker.reopen``);
+    ``DatabaseUnreachable`` past the budget."""
     log = _masked(log or (lambda msg: print(f"dse worker: {msg}", file=sys.stderr, flush=True)), cfg.storage)
     t0 = time.perf_counter()
     summary: WorkerSummary | None = None
     with quiet_optuna(), Shutdown() as shutdown:
         outage = Outage(lambda: probe_storage(cfg), log, storage_label(cfg), budget_s=db_retry_s,
                         stop=lambda: shutdown.requested)
+        w = None
         while True:
             try:
-                w = _Worker(cfg, jobs, worker_name(worker_id), evaluator or evaluate_design, log, summary)
-                summary = w.summary
+                if w is None:
+                    w = _Worker(cfg, jobs, worker_name(worker_id), evaluator or evaluate_design, log, summary)
+                    summary = w.summary
+                else:
+                    w.reopen()
                 w.loop(max_trials, poll_s, shutdown)
                 break
             except Exception as exc:   # noqa: BLE001 - anything but a lost connection is re-raised
@@ -213,6 +160,16 @@ class _Worker:
         self.mirror = StudyMirror(self.study, self.storage, cfg.objectives.directions, sampler)
         self.ledger = quota.Ledger(self.study)
         self.cache, _, _ = DesignCache.from_trials(self.mirror.sync(queue_waiting=False, states=_MIRRORED))
+
+    def reopen(self) -> None:
+        """After a lost connection: the shared study on fresh connections; the mirror, the design
+        cache and the ledger are kept (a finished trial never changes, so what they hold is still
+        true). Building the worker anew re-read the whole study: after each server restart of the
+        soak every worker parsed the ~10,000 trials it already held, and the study stood still for a
+        minute at 20,000 trials."""
+        self.study, self.storage, _, _ = open_worker_study(self.cfg, self.summary.worker)
+        self.mirror.pstudy, self.mirror.storage = self.study, self.storage
+        self.ledger.study, self.ledger.rdb = self.study, oc.rdb(self.study)
 
     def loop(self, max_trials: int | None, poll_s: float, shutdown: Shutdown) -> WorkerSummary:
         s = self.summary

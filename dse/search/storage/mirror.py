@@ -112,7 +112,7 @@ class StudyMirror:
 
     def _add(self, t) -> None:
         try:
-            self.mem.add_trial(sampler_form(t))
+            self.mem.add_trial(_without_metrics(sampler_form(t)))
         except ValueError:  # e.g. a failed trial without parameters: nothing to learn from
             self.held.append(None)   # not held: a later rebuild from these trials starts afresh
             return
@@ -237,3 +237,18 @@ def _stored_complete(ft) -> bool:
     if rec is None or ft.state.name != "COMPLETE":
         return False
     return stored_state(bool(rec.get("feasible")), list(ft.values), rec.get("duplicate_of")) == "COMPLETE"
+
+
+def _without_metrics(t):
+    """``t`` for the in-memory study, without the metrics of its ``dse`` record: no sampler reads
+    them (the design cache keeps its own), and optuna copies every trial it is given, so each
+    worker held every trial's metrics twice (480 MB per worker at the soak's 20,000 trials)."""
+    import optuna
+    rec = t.user_attrs.get("dse")
+    if not isinstance(rec, dict) or "metrics" not in rec:
+        return t
+    user = {**t.user_attrs, "dse": {k: v for k, v in rec.items() if k != "metrics"}}
+    return optuna.trial.FrozenTrial(
+        number=t.number, state=t.state, value=None, values=t.values, datetime_start=t.datetime_start,
+        datetime_complete=t.datetime_complete, params=t.params, distributions=t.distributions, user_attrs=user,
+        system_attrs=t.system_attrs, intermediate_values=t.intermediate_values, trial_id=optuna_compat.trial_id(t))

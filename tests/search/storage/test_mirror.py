@@ -123,3 +123,22 @@ def test_a_rebuild_between_batches_reuses_the_study_and_proposes_as_a_fresh_one(
         fresh, readded_fresh = _batches(tmp_path, name, make, True, monkeypatch)
         assert fast == fresh, name
         assert readded == 0 and readded_fresh == 8 + 16 + 24, name
+
+
+def test_the_in_memory_study_holds_no_metrics(tmp_path):
+    """Synced trials reach the sampler without their metrics (the design cache keeps them): every
+    other field the samplers read is there."""
+    from optuna.storages import RDBStorage
+    with quiet_optuna():
+        storage = RDBStorage(f"sqlite:///{tmp_path / 'n.db'}")
+        study = optuna.create_study(study_name="n", storage=storage, directions=["minimize"])
+        t = study.ask({"x": FloatDistribution(0, 1)})
+        t.set_user_attr("dse", {"design": {"x": 1}, "feasible": True, "metrics": {"m": {"a": 1.0}}})
+        t.set_user_attr("design_key", "k")
+        study.tell(t, 1.0)
+        m = StudyMirror(study, storage, ["minimize"], optuna.samplers.RandomSampler(seed=0))
+        (synced,) = m.sync()
+    (held,) = m.mem.get_trials(deepcopy=False)
+    assert synced.user_attrs["dse"]["metrics"] == {"m": {"a": 1.0}}                # as stored
+    assert held.user_attrs == {"dse": {"design": {"x": 1}, "feasible": True}, "design_key": "k"}
+    assert (held.params, held.values, held.state) == (synced.params, synced.values, synced.state)
