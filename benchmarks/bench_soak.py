@@ -383,7 +383,9 @@ def report(fleet: Fleet, server: Server, args, rb: dict, wall: float, timed_out:
     slow = end < first / 2
     print(f"throughput: first minute {first:.1f}/s, last 60 s {end:.1f}/s ({end / first if first else 0:.2f}x)"
           + (f"; below half: {cause(fleet, rb, grace)}" if slow else ""))
-    print(f"held trials of dead or hung workers: {rb['held']} ({rb['requeued']} re-queued with their parameters, "
+    print(f"held trials of dead or hung workers: {rb['held']} ({rb['requeued']} re-queued: "
+          f"{rb['requeued'] - rb['undrawn']} with their parameters, {rb['undrawn']} held before their design "
+          f"was drawn; "
           f"{rb['exhausted']} failed: retries exhausted, {len(rb['lost'])} lost {rb['lost'][:10]}, "
           f"{len(rb['changed_params'])} re-queued with other parameters)")
     print(f"trials: {rb['trials']} stored, {rb['complete']} complete (target {args.trials}), running {rb['running']}, "

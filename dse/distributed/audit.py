@@ -48,6 +48,7 @@ class Audit:
     waiting: list[int] = field(default_factory=list)
     held: int = 0                      # trials reserved and never written (stale, interrupted)
     requeued: int = 0                  # ... re-queued with the same parameters
+    undrawn: int = 0                   # ... of them held before their design was drawn: no parameters
     exhausted: int = 0                 # ... failed with their reason: retries exhausted
     lost: list[int] = field(default_factory=list)          # ... neither
     changed_params: list[int] = field(default_factory=list)  # ... re-queued with other parameters
@@ -139,6 +140,7 @@ def _check_held(a: Audit, t: Any, copies: list[Any]) -> None:
     if copies:
         if not want or any(effective_params(c) == want for c in copies):
             a.requeued += 1
+            a.undrawn += not want
         else:
             a.changed_params.append(t.number)
     elif len(t.system_attrs.get(RETRY_HISTORY) or []) >= MAX_RETRY:

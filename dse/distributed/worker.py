@@ -304,6 +304,7 @@ class _Worker:
         reserved trials, each in one transaction; re-queue the batch if interrupted."""
         cfg, study, s = self.cfg, self.study, self.summary
         inflight = {oc.trial_id(t): (t, {}) for t in trials}
+        drawn = []               # (trial id, params, distributions) of the designs drawn afresh
 
         def asked():
             for t in trials:
@@ -311,8 +312,11 @@ class _Worker:
                 mt = self.mirror.ask(fixed)
                 yield mt
                 inflight[oc.trial_id(t)] = (t, dict(mt.params))
+                if not fixed:
+                    drawn.append((oc.trial_id(t), dict(mt.params), dict(mt.distributions)))
         try:
             batch = Batch(cfg, asked(), self.env, self.cache, pool, self.fn)
+            self._record_params(drawn)
             for t, told in zip(trials, batch):
                 self._write(t, told)
                 del inflight[oc.trial_id(t)]
@@ -326,6 +330,18 @@ class _Worker:
         if too_many_failures(s.errors, s.evaluated):
             raise ConfigError(f"{cfg.source}: {s.errors} of {s.evaluated} evaluations failed in this "
                               f"worker; stopping")
+
+    def _record_params(self, drawn: list) -> None:
+        """The batch's drawn designs into its reserved trials (RDB), before the results are
+        written: the copy of a trial this worker holds when it dies evaluates the same design."""
+        from dse.search.storage.optuna_reserve import write_params
+        if self.ledger.rdb is None or not drawn:
+            return
+        try:
+            write_params(self.ledger.rdb, drawn)
+        except Exception as exc:    # noqa: BLE001 - a safety net: a lost connection shows at the next write
+            if not is_connection_error(exc):
+                self.log(f"could not record the batch's designs ahead of its results ({type(exc).__name__})")
 
     def _write(self, t, told) -> None:
         """Tell the mirror and fill the reserved trial ``t`` with the told result."""

@@ -54,3 +54,10 @@ def test_a_stalled_worker_leaves_the_trial_to_its_copy_and_goes_on(tmp_path, mon
     trials = read_trials(oc.rdb(study), oc.study_id(study))
     a = audit(trials, ["minimize", "minimize"], 6, [r.number for r in load_results(cfg).front()])
     assert (a.held, a.requeued, a.n_lost, a.n_duplicates, a.front_equal) == (1, 1, 0, 0, True)
+    held = next(t for t in trials if t.state.name == "FAIL")
+    copy = next(t for t in trials if t.system_attrs.get("retry_history") == [held.number])
+    if when == "reserving":          # before its design was drawn: the copy draws afresh
+        assert held.params == {} and a.undrawn == 1
+    else:                            # drawn, written ahead of its result: the copy evaluates the same design
+        assert held.params and copy.params == held.params and copy.state.name in ("COMPLETE", "PRUNED")
+        assert a.undrawn == 0

@@ -12,7 +12,9 @@ locked the plan sees every trial that holds a slot, so a worker never creates a 
 target.
 
 ``plan(rows, total) -> (pop ids, surplus ids, new trials)`` gets ``rows`` as
-``optuna_read.read_states`` gives them and ``total``, the study's trial count.
+``optuna_read.read_states`` gives them and ``total``, the study's trial count. ``write_params``
+then records the parameters the worker drew for its batch, so that a copy of a trial it held
+when it died evaluates the same design.
 """
 from __future__ import annotations
 
@@ -112,3 +114,31 @@ def _params_and_system(t: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     params = {p.param_name: json_to_distribution(p.distribution_json).to_external_repr(p.param_value)
               for p in t.params}
     return params, {a.key: json.loads(a.value_json) for a in t.system_attributes}
+
+
+def write_params(rdb: Any, items: list[tuple[int, dict[str, Any], dict[str, Any]]]) -> int:
+    """The parameters drawn for reserved trials, ``(trial id, params, distributions)``, written
+    into those still RUNNING in one transaction, as soon as the batch is drawn: a worker that dies
+    or hangs before it writes its results leaves trials whose copies (``optuna_stale.retry_copy``
+    takes a trial's parameters) evaluate the same designs. Returns how many trials were written."""
+    import sqlalchemy as sa
+    from optuna.distributions import distribution_to_json
+    from optuna.storages._rdb.storage import _create_scoped_session
+    from optuna.trial import TrialState
+    M = models()
+    T, P = M.TrialModel.__table__, M.TrialParamModel.__table__
+    items = [it for it in items if it[1]]
+    if not items:
+        return 0
+    with _create_scoped_session(rdb.scoped_session) as session:
+        running = set(session.execute(sa.select(T.c.trial_id).where(
+            T.c.trial_id.in_(sorted(tid for tid, _, _ in items)), T.c.state == TrialState.RUNNING)
+            .order_by(T.c.trial_id).with_for_update()).scalars())
+        rows = [{"trial_id": tid, "param_name": name, "param_value": dists[name].to_internal_repr(value),
+                 "distribution_json": distribution_to_json(dists[name])}
+                for tid, params, dists in items if tid in running for name, value in params.items()]
+        if rows:
+            session.execute(sa.delete(P).where(P.c.trial_id.in_(sorted(running)),
+                                               P.c.param_name.in_(sorted({r["param_name"] for r in rows}))))
+            session.execute(sa.insert(P), rows)
+    return len(running)
