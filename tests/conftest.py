@@ -41,6 +41,16 @@ def postgres_url() -> str:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _no_storage_from_the_environment():
+    """``DSE_STORAGE`` unset for the session (subprocesses too): a developer's own storage never
+    receives the tests' studies; a test that needs it sets it."""
+    old = os.environ.pop("DSE_STORAGE", None)
+    yield
+    if old is not None:
+        os.environ["DSE_STORAGE"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _hermetic_trace_cache(tmp_path_factory):
     """Synthetic-trace disk cache in a per-session temp dir (never the user's ~/.cache);
     subprocesses inherit it through the environment."""

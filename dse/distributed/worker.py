@@ -4,11 +4,14 @@ Every worker opens the same study in a shared storage (PostgreSQL, or SQLite / a
 one host), asks trials, evaluates them and tells the results. What makes many workers safe:
 
 * **Exactly N complete trials** (``quota``): a trial is evaluated only while it holds one of the
-  study's N slots; a worker that loses the race for the last slots records its trial as PRUNED
-  (``dse_surplus``) without evaluating it.
-* **Dead workers** (``heartbeat``): each worker keeps a heartbeat for the trials it holds; the
-  others fail a trial whose heartbeat is older than the storage's grace period and the storage's
-  stale-trial callback re-queues it (same parameters); the copy takes the freed slot.
+  study's N slots; on RDB storages a batch is reserved in one transaction with the study locked,
+  so no trial beyond the N slots is created (elsewhere a worker that loses the race for the last
+  slots records its trial as PRUNED, ``dse_surplus``, without evaluating it).
+* **Dead and hung workers** (``heartbeat``): each worker keeps a heartbeat for the trials it holds;
+  the others fail a trial whose heartbeat is older than the storage's grace period and re-queue
+  it with the same parameters in the same transaction (the batch's designs are written as soon
+  as they are drawn); the copy takes the freed slot. A hung worker that goes on drops the results
+  of the trials failed meanwhile.
 * **Grid studies**: the process that creates the study queues the grid points once (the others
   wait for ``dse_grid_queued``); workers then only pop queued points, so no point is evaluated
   twice and the set of designs, hence the Pareto front, is that of a single-process run.
@@ -19,14 +22,18 @@ one host), asks trials, evaluates them and tells the results. What makes many wo
 * **A lost database** (``reconnect.Outage``): a server that restarts or vanishes costs one line;
   the loop stops (the heartbeats of the trials it held stop with it, so they turn stale and are
   re-queued with the same parameters by whichever worker sweeps first), waits with bounded
-  backoff for at most ``--db-retry`` seconds, and starts again on a fresh connection; past the
-  budget the worker exits 3 (``DatabaseUnreachable``) and a later worker finishes the study.
+  backoff for at most ``--db-retry`` seconds, and goes on with fresh connections, keeping its
+  mirror, cache and sampler; past the budget the worker exits 3 (``DatabaseUnreachable``) and a
+  later worker finishes the study.
 
-* **Cost per trial**: the trial is *reserved* in the shared storage (RUNNING + heartbeat: it holds
-  a slot and survives the worker's death), sampled on an in-memory mirror of the study
-  (``dse.search.storage.mirror.StudyMirror``, synced with the other workers' finished trials every batch)
-  and written back in one transaction (``dse.search.storage.storage.finish_trial``), instead of optuna's
-  one transaction per parameter, attribute and state change.
+* **Cost per trial**: a batch is *reserved* in the shared storage in one transaction
+  (``dse.search.storage.optuna_reserve``: RUNNING, named, a first heartbeat: each trial holds a
+  slot and survives the worker's death), sampled on an in-memory mirror of the study
+  (``dse.search.storage.mirror.StudyMirror``, synced every batch with the trials the other workers
+  finished, read from the oldest unfinished one on) and each trial written back in one transaction
+  (``dse.search.storage.storage.finish_trial``), instead of optuna's transaction per parameter,
+  attribute and state change. Nothing a worker does per batch reads the whole study (the soak,
+  ``benchmarks/bench_soak.py``: the same trials/s at 20,000 trials as at the start).
 
 Evaluation, design keys, caching and the recorded attributes are the trial lifecycle of
 ``dse run`` (``dse.search.execute.trials.Batch``), so a worker's trials are indistinguishable from its.
