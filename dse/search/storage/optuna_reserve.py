@@ -101,9 +101,10 @@ def _name_and_beat(session: Any, M: Any, ids: list[int], attrs: dict[str, Any]) 
     if not ids:
         return
     U, H = M.TrialUserAttributeModel.__table__, M.TrialHeartbeatModel.__table__
-    session.execute(sa.delete(U).where(U.c.trial_id.in_(ids), U.c.key.in_(sorted(attrs))))
-    session.execute(sa.insert(U), [{"trial_id": tid, "key": k, "value_json": json.dumps(v)}
-                                   for tid in ids for k, v in attrs.items()])
+    if attrs:
+        session.execute(sa.delete(U).where(U.c.trial_id.in_(ids), U.c.key.in_(sorted(attrs))))
+        session.execute(sa.insert(U), [{"trial_id": tid, "key": k, "value_json": json.dumps(v)}
+                                       for tid in ids for k, v in attrs.items()])
     session.execute(sa.delete(H).where(H.c.trial_id.in_(ids)))
     session.execute(sa.insert(H), [{"trial_id": tid} for tid in ids])
 
