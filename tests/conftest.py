@@ -42,6 +42,16 @@ def postgres_url() -> str:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _no_storage_from_the_environment():
+    """``DSE_STORAGE`` unset for the session (subprocesses too): a developer's own storage never
+    receives the tests' studies; a test that needs it sets it."""
+    old = os.environ.pop("DSE_STORAGE", None)
+    yield
+    if old is not None:
+        os.environ["DSE_STORAGE"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _hermetic_trace_cache(tmp_path_factory, worker_id):
     """Synthetic-trace disk cache in a per-run temp dir (never the user's ~/.cache), shared by the
     run's xdist workers (the cache is written whole or not at all, for concurrent processes: a

@@ -74,7 +74,8 @@ def _main(args) -> int:
         layout_cache_bytes()                 # a bad DSE_LAYOUT_CACHE_MB: one line, before any work
         rc = args.func(args)
     except DSEError as exc:
-        print(f"dse: error: {exc}", file=sys.stderr)
+        from dse.cli.credentials import hide_secrets
+        print(f"dse: error: {hide_secrets(str(exc), _urls(args))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("dse: interrupted", file=sys.stderr)
@@ -95,6 +96,15 @@ def _main(args) -> int:
               f"space (or raise the file-size limit) and run the same command again to resume", file=sys.stderr)
         return 2
     return int(rc or 0)
+
+
+def _urls(args) -> list[str]:
+    """The storage URLs a command was given (their secrets are masked in its error line)."""
+    out = []
+    for key in ("storage", "url", "src", "dst"):
+        v = getattr(args, key, None)
+        out += v if isinstance(v, list) else [v] if isinstance(v, str) else []
+    return out
 
 
 def run() -> None:

@@ -58,8 +58,9 @@ def add_study_args(p: argparse.ArgumentParser, pooled: bool = False) -> None:
         return
     p.add_argument("study", help="study TOML (studies/*.toml)")
     p.add_argument("--storage", metavar="URL", action="append",
-                   help="optuna storage URL (default: SQLite under results/ beside the study file); repeat it to "
-                        "pool the runs of the study in several storages into one front and one knee")
+                   help="optuna storage URL (default: $DSE_STORAGE, else SQLite under results/ beside the study "
+                        "file); repeat it to pool the runs of the study in several storages into one front and one "
+                        "knee")
     p.add_argument("--model", help="the study on this catalog model only (a sibling study)")
     p.add_argument("--seed", type=_int_arg, help="seed override (a sibling study)")
 
@@ -69,8 +70,9 @@ def load(args: argparse.Namespace):
     in them pooled (``dse.search.review.merge``; ``agreement`` None for one storage)."""
     from dataclasses import replace
 
+    from dse.cli.credentials import storage_url
     from dse.search.study.results import load_results
-    urls = args.storage or []
+    urls = args.storage or [u for u in [storage_url(None)] if u]
     args.storage = urls[0] if len(urls) == 1 else None
     cfg = study_from_args(args)
     if len(urls) <= 1:

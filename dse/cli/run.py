@@ -19,14 +19,17 @@ from dse.report import dumps, fmt, terminal_width
 def add_study_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("study", help="study TOML (studies/*.toml)")
     p.add_argument("--storage", metavar="URL",
-                   help="optuna storage URL (default: SQLite under results/ beside the study file)")
+                   help="optuna storage URL (default: $DSE_STORAGE, else the study file's, else SQLite under "
+                        "results/ beside the study file); keep passwords off the command line: DSE_STORAGE, "
+                        "PGPASSWORD, ~/.pgpass")
     p.add_argument("--model", help="run the study on this catalog model only (a sibling study)")
     p.add_argument("--seed", type=_int_arg, help="seed override (a sibling study)")
 
 
 def study_from_args(args: argparse.Namespace, *, trials: int | None = None):
+    from dse.cli.credentials import storage_url
     from dse.search.study.study import load_study
-    return load_study(args.study, model=args.model, seed=args.seed, trials=trials, storage=args.storage)
+    return load_study(args.study, model=args.model, seed=args.seed, trials=trials, storage=storage_url(args.storage))
 
 
 def _int_arg(text: str) -> int:

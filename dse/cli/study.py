@@ -26,7 +26,7 @@ def register(sub) -> None:
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=_copy)
     ls = ssub.add_parser("list", help="list the studies of a storage with their trial counts")
-    ls.add_argument("url", metavar="URL")
+    ls.add_argument("url", metavar="URL", nargs="?", help="the storage (default: $DSE_STORAGE)")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=_list)
 
@@ -44,8 +44,13 @@ def _copy(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from dse.cli.credentials import STORAGE_ENV, storage_url
     from dse.distributed.copy import list_studies
+    from dse.errors import ConfigError
     from dse.search.storage.storage import mask_url
+    args.url = storage_url(args.url)
+    if args.url is None:
+        raise ConfigError(f"study list: give the storage URL, or set {STORAGE_ENV}")
     rows = list_studies(args.url)
     if args.json:
         print(dumps([r.__dict__ for r in rows]))

@@ -1,7 +1,9 @@
-"""`dse worker STUDY.toml --storage URL [--jobs J] [--worker-id ID] [--max-trials N]`.
+"""`dse worker STUDY.toml [--storage URL] [--jobs J] [--worker-id ID] [--max-trials N]`.
 
 Start the same command on as many hosts / processes as you like: they share the study in the
-storage until it has its target number of COMPLETE trials (see ``dse.distributed.worker``).
+storage until it has its target number of COMPLETE trials (see ``dse.distributed.worker``). The
+storage may come from ``DSE_STORAGE`` (a password on the command line is warned about once and
+hidden from the process title: ``dse.cli.credentials``).
 """
 from __future__ import annotations
 
@@ -41,9 +43,12 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from dse.cli.credentials import warn_password_on_command_line
     from dse.cli.jobs import bounded_jobs
     from dse.cli.run import study_from_args
-    from dse.distributed.worker import check_heartbeat, run_worker
+    from dse.distributed.opening import check_heartbeat
+    from dse.distributed.worker import run_worker
+    warn_password_on_command_line(args.storage, "worker")
     args.jobs = bounded_jobs(args.jobs)
     if args.max_trials is not None and args.max_trials < 1:
         raise ConfigError(f"--max-trials {args.max_trials}: must be a positive integer")

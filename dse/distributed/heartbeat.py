@@ -4,8 +4,8 @@ optuna starts a heartbeat thread only inside ``study.optimize``; a trial obtaine
 ``study.ask()`` never gets a heartbeat row, so it is never seen as stale and a worker killed while
 running it would leave it RUNNING for ever. ``Heartbeats`` records a heartbeat for every trial
 this process holds, every ``heartbeat_interval`` seconds of the storage, from one daemon thread.
-Another worker then fails the trials of a dead worker after the grace period
-(``optuna.storages.fail_stale_trials``) and the storage's stale-trial callback re-queues them.
+Another worker then fails the trials of a dead worker after the grace period and re-queues them
+with the same parameters, each in one transaction (``fail_stale``).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from dse.distributed.reconnect import is_connection_error
 from dse.search.storage import optuna_compat as oc
-from dse.search.storage.storage import HEARTBEAT_GRACE_INTERVALS
+from dse.search.storage.storage import HEARTBEAT_GRACE_INTERVALS, MAX_RETRY
 
 
 def heartbeat_interval_s(storage: Any) -> float | None:
@@ -48,17 +48,23 @@ class Heartbeats:
             self._ids.add(trial_id)
         self.storage.record_heartbeat(trial_id)
 
+    def hold(self, trial_id: int) -> None:
+        """Beat for a trial whose first heartbeat was recorded when it was reserved."""
+        with self._lock:
+            self._ids.add(trial_id)
+
     def discard(self, trial_id: int) -> None:
         with self._lock:
             self._ids.discard(trial_id)
 
     def beat(self) -> None:
+        from dse.search.storage.optuna_stale import record_heartbeats
         with self._lock:
             ids = sorted(self._ids)
-        error = None
-        for tid in ids:
-            try:
-                self.storage.record_heartbeat(tid)
+        error, rdb = None, oc.rdb(self.storage)
+        for group in ([ids] if rdb is not None else [[tid] for tid in ids]):
+            try:      # RDB: every trial held in one transaction
+                record_heartbeats(rdb, group) if rdb is not None else self.storage.record_heartbeat(group[0])
             except Exception as exc:  # a transient database error: the next beat retries
                 error = exc
         if error is not None and not self._failing and self.log is not None and not is_connection_error(error):
@@ -91,42 +97,19 @@ def grace_period_s(storage: Any) -> float | None:
     return float(grace if grace is not None else HEARTBEAT_GRACE_INTERVALS * interval)
 
 
-def _orphan_ids(storage: Any, study: Any, grace_s: float) -> list[int]:
-    """RUNNING trials that never got a heartbeat and started more than ``grace_s`` ago: their
-    worker died between ``ask`` and its first heartbeat (optuna ignores such trials)."""
-    import datetime as dt
-
-    from optuna.trial import TrialState
-    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-    now = dt.datetime.now()
-    old = {oc.trial_id(t) for t in running
-           if t.datetime_start is not None and (now - t.datetime_start).total_seconds() > grace_s}
-    if not old:
-        return []
-    return sorted(old - oc.ids_with_heartbeat(oc.rdb(storage), old))
-
-
 def fail_stale(study: Any, storage: Any) -> int:
-    """Fail the trials of dead workers (stale heartbeat, or none at all past the grace period)
-    and re-queue them through the storage's stale-trial callback. Returns how many were failed."""
-    import copy
-
-    import optuna
-    from optuna.trial import TrialState
-    grace = grace_period_s(storage)
-    if grace is None:
+    """Fail the trials of dead workers (stale heartbeat, or none at all past the grace period),
+    each re-queued with the same parameters in the same transaction (``optuna_stale``: a kill or a
+    lost connection between the two can no longer leave a trial failed without its copy). Returns
+    how many this process failed."""
+    from dse.search.storage.optuna_stale import fail_and_requeue, orphan_ids, retry_copy, stale_ids
+    grace, rdb = grace_period_s(storage), oc.rdb(storage)
+    if grace is None or rdb is None:
         return 0
-    before = {oc.trial_id(t) for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))}
-    optuna.storages.fail_stale_trials(study)
-    failed = 0
-    callback = storage.get_heartbeat_stale_trial_callback()
-    for tid in _orphan_ids(storage, study, grace):
-        try:
-            if storage.set_trial_state_values(tid, state=TrialState.FAIL):
-                failed += 1
-                if callback is not None:
-                    callback(study, copy.deepcopy(storage.get_trial(tid)))
-        except optuna.exceptions.UpdateFinishedTrialError:  # another worker got there first
-            pass
-    after = {oc.trial_id(t) for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))}
-    return max(failed, len(after - before))
+    sid = oc.study_id(study)
+    copy = retry_copy(MAX_RETRY)
+    failed = sum(fail_and_requeue(rdb, tid, copy) for tid in sorted(set(stale_ids(rdb, sid))
+                                                                     | set(orphan_ids(rdb, sid, grace))))
+    if failed:
+        oc.forget_cached_trials(study)
+    return failed

@@ -1,7 +1,8 @@
 """The shared study's queue: popping a queued trial, re-queueing interrupted ones, queueing a grid.
 
 * ``ask_reserved``: ``study.ask()``, popping a queued trial in O(1) on RDB storages.
-* ``requeue``: fail interrupted reserved trials and queue them again with the same parameters.
+* ``requeue``: fail interrupted reserved trials and queue them again with the same parameters
+  (one transaction each on RDB storages).
 * ``queue_grid``: the grid points, queued once per study (the creating process queues them; the
   others wait for ``dse_grid_queued``).
 * ``requeue_lost_points``: grid points left with neither a result nor a queued copy (their stale
@@ -33,17 +34,21 @@ def ask_reserved(study):
 
     optuna's ask reads every WAITING trial to pop one (O(queue) per ask, O(N^2) for a queued
     grid); here a few of the oldest queued ids are read and claimed with optuna's own atomic
-    WAITING -> RUNNING transition. Any other storage, or an empty queue, uses ``study.ask()``."""
+    WAITING -> RUNNING transition, and an empty queue creates the trial. Other storages:
+    ``study.ask()``."""
     import optuna
     rdb = oc.rdb(study)
-    if rdb is not None:
-        ids = oc.oldest_waiting_ids(rdb, oc.study_id(study), POP_CANDIDATES)
-        random.shuffle(ids)  # many workers: do not all fight for the same oldest trial
-        for tid in ids:
-            if claim(study, tid):
-                oc.forget_cached_trials(study)
-                return optuna.Trial(study, tid)
-    return study.ask()
+    if rdb is None:
+        return study.ask()
+    ids = oc.oldest_waiting_ids(rdb, oc.study_id(study), POP_CANDIDATES)
+    random.shuffle(ids)  # many workers: do not all fight for the same oldest trial
+    for tid in ids:
+        if claim(study, tid):
+            oc.forget_cached_trials(study)
+            return optuna.Trial(study, tid)
+    # a new trial (optuna's ask would first read every trial the study gained into its cache)
+    oc.forget_cached_trials(study)
+    return optuna.Trial(study, oc.study_storage(study).create_new_trial(oc.study_id(study)))
 
 
 def claim(study, tid: int) -> bool:
@@ -59,15 +64,21 @@ def claim(study, tid: int) -> bool:
 
 def requeue(study, trials: list, log: Callable[[str], None]) -> int:
     """Fail interrupted reserved trials and queue them again with the same parameters (sampled on
-    the mirror, or the queued grid point). ``trials``: (trial, sampled params). Returns how many
-    were re-queued."""
+    the mirror, or the queued grid point; none yet: drawn afresh), each in one transaction on RDB
+    storages (a trial another worker failed as stale meanwhile is left to its copy).
+    ``trials``: (trial, sampled params). Returns how many were re-queued."""
     from optuna.trial import TrialState
-    n = 0
+
+    from dse.search.storage.optuna_stale import fail_and_requeue, queued_copy
+    rdb, n = oc.rdb(study), 0
     for t, sampled in trials:
         params = dict(oc.trial_system_attrs(study, t).get("fixed_params", {}))
         params.update(t.params)
         params.update(sampled)
         try:
+            if rdb is not None:
+                n += fail_and_requeue(rdb, oc.trial_id(t), queued_copy(params, {"requeued_from": t.number}))
+                continue
             if params:
                 study.enqueue_trial(params, user_attrs={"requeued_from": t.number})
                 n += 1
@@ -75,6 +86,7 @@ def requeue(study, trials: list, log: Callable[[str], None]) -> int:
         except Exception as exc:  # the database is gone too: the heartbeat expiry re-queues it later
             log(f"trial {t.number}: could not re-queue it now ({type(exc).__name__}: "
                 f"{str(exc).splitlines()[0] if str(exc) else ''}); its heartbeat expiry will")
+    oc.forget_cached_trials(study)
     return n
 
 

@@ -78,3 +78,67 @@ def slot(study: Any, number: int) -> int:
 def holds_slot(study: Any, number: int, target: int) -> bool:
     """Whether the trial numbered ``number`` (held by the caller) may be evaluated."""
     return slot(study, number) < target
+
+
+class Ledger:
+    """``counts`` and ``holds_slot`` of one study, read incrementally on RDB storages: a finished
+    trial never changes whether it holds a slot (it does if scored), so the trials below the
+    oldest unfinished one are counted once (``scored_below``) and only those from it on are read
+    again (``optuna_read.read_states``: one query over a few dozen rows, instead of two COUNTs over
+    the whole study whose join grew with every trial, per loop and per trial reserved). Other
+    storages: the module's functions."""
+
+    def __init__(self, study: Any):
+        self.study, self.rdb, self.sid = study, oc.rdb(study), oc.study_id(study)
+        self.floor = 0                # every trial below this id is finished ...
+        self.scored_below = 0         # ... and this many of them hold a slot
+
+    def _rows(self) -> list:
+        from dse.search.storage.optuna_read import read_states
+        return self._advance(read_states(self.rdb, self.sid, self.floor))
+
+    def _advance(self, rows: list) -> list:
+        """Move the floor past the finished trials of ``rows`` (read from the floor on); the rest."""
+        from dse.search.storage.optuna_read import floor
+        new = floor(((tid, state.is_finished()) for tid, _, state, _ in rows), self.floor)
+        self.scored_below += sum(scored for tid, _, _, scored in rows if self.floor <= tid < new)
+        self.floor = new
+        return [r for r in rows if r[0] >= new]
+
+    def counts(self) -> Counts:
+        if self.rdb is None:
+            return counts(self.study)
+        rows = self._rows()
+        return Counts(self.scored_below + sum(r[3] for r in rows), sum(r[2] == TrialState.RUNNING for r in rows),
+                      sum(r[2] == TrialState.WAITING for r in rows))
+
+    def holds_slot(self, number: int, target: int) -> bool:
+        """Whether the trial numbered ``number`` (held by the caller: unfinished, so not below the
+        floor; a finished one is asked of the whole study) may be evaluated."""
+        rows = self._rows() if self.rdb is not None else []
+        if not rows or number < min(r[1] for r in rows):
+            return holds_slot(self.study, number, target)
+        return self.scored_below + sum(1 for r in rows if r[1] < number and (r[2] in HOLDING or r[3])) < target
+
+    def reserve(self, k: int, target: int, attrs: dict[str, Any], surplus_attr: str, fresh: bool = True):
+        """Reserve up to ``k`` trials that hold one of the ``target`` slots, in one transaction
+        (``optuna_reserve``): queued trials first, oldest first, then new ones (if ``fresh``)
+        while slots are free; queued trials beyond the target are recorded PRUNED with
+        ``surplus_attr``. ``(reserved trials, surplus recorded)``. RDB storages only."""
+        from dse.search.storage.optuna_reserve import reserve
+
+        def plan(rows: list, total: int) -> tuple[list[int], list[int], int]:
+            below, pop, surplus = self.scored_below, [], []
+            rows = [r for r in rows if r[0] >= self.floor]
+            holding = below + sum(1 for r in rows if r[2] in HOLDING or r[3])
+            for tid, _, state, scored in sorted(rows, key=lambda r: r[1]):
+                if state == TrialState.WAITING and below >= target:
+                    surplus.append(tid)
+                elif state == TrialState.WAITING and len(pop) < k:
+                    pop.append(tid)
+                below += state in HOLDING or scored
+            return pop, surplus, min(k - len(pop), max(0, target - holding + len(surplus))) if fresh else 0
+
+        rows, reserved, surplus = reserve(self.rdb, self.sid, self.floor, plan, attrs, surplus_attr)
+        self._advance(rows)
+        return reserved, surplus

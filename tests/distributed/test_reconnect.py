@@ -80,3 +80,33 @@ def test_a_stop_request_ends_the_wait_at_once():
     waited = o.ride_out(_lost())
     assert waited < 10 and len(lines) == 1
     assert max(clock.sleeps) <= 0.25
+
+
+def test_a_worker_goes_on_after_an_outage_without_reading_the_study_again(tmp_path, monkeypatch):
+    """After a lost connection the worker reopens the storage and keeps its mirror, cache and
+    ledger: the soak's restarts, when every worker rebuilt itself and re-read the whole study,
+    stopped a 20,000-trial study for a minute."""
+    from dse.distributed import quota
+    from dse.distributed.worker import run_worker
+    from dse.search.storage import optuna_read
+    from dse.search.study.study import load_study
+    from tests.fixtures import write_distributed_study
+    study_file = write_distributed_study(tmp_path, sampler="random", trials=12, batch=4, name="outage")
+    cfg = load_study(study_file, storage=f"sqlite:///{tmp_path / 'outage.db'}", check_metrics=False)
+    reads, calls, logged = [], [], []
+    real_read, real_counts = optuna_read.read_trials, quota.Ledger.counts
+    monkeypatch.setattr(optuna_read, "read_trials", lambda *a: reads.append(a[2]) or real_read(*a))
+
+    def counts(ledger):
+        calls.append(1)
+        if len(calls) == 3:                   # after the first batch: the server goes away
+            reads.append("outage")
+            raise _lost()
+        return real_counts(ledger)
+
+    monkeypatch.setattr(quota.Ledger, "counts", counts)
+    s = run_worker(cfg, worker_id="w0", log=logged.append)
+    assert s.complete == 12 and s.evaluated == 12
+    assert sum("lost the database connection" in line for line in logged) == 1
+    after = reads[reads.index("outage") + 1:]
+    assert after and 0 not in after and min(after) > 1       # only the trials written since are read

@@ -16,7 +16,8 @@ def register(sub) -> None:
                                    "(FILE@seed=1, FILE@model=NAME, FILE@storage=URL). The runs share one "
                                    "reference front (the union of their fronts) and one reference point.")
     p.add_argument("studies", nargs="+", metavar="STUDY", help="study TOML[@seed=S][@model=M][@storage=URL]")
-    p.add_argument("--storage", metavar="URL", help="storage of every study without its own @storage")
+    p.add_argument("--storage", metavar="URL",
+                   help="storage of every study without its own @storage (default: $DSE_STORAGE)")
     p.add_argument("-o", "--output", metavar="FILE.png", help="figure with every run's front (png, svg, pdf)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.set_defaults(func=run)
@@ -46,6 +47,7 @@ def parse_ref(text: str, storage: str | None) -> tuple[str, dict]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dse.cli.credentials import hide_secrets, storage_url
     from dse.search.review import quality
     from dse.search.study.results import load_results
     from dse.search.study.study import load_study
@@ -53,10 +55,10 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("compare needs at least two studies")
     results, names = [], []
     for text in args.studies:
-        path, kw = parse_ref(text, args.storage)
+        path, kw = parse_ref(text, storage_url(args.storage))
         cfg = load_study(path, **kw)
         results.append(load_results(cfg))
-        names.append(cfg.name if cfg.name not in names else text)
+        names.append(cfg.name if cfg.name not in names else hide_secrets(text, [kw.get("storage")]))
     cmp = quality.compare(results, names)
     if args.output:
         from dse.viz.report_figures import compare_figure, save_figure

@@ -22,7 +22,7 @@ def runs_in(cfg: Any, urls: Sequence[str]) -> list[tuple[str, Any]]:
     (``--seed`` / ``--model`` given: that sibling only)."""
     import optuna
 
-    from dse.search.storage.storage import mask_url, quiet_optuna
+    from dse.search.storage.storage import mask_text, mask_url, quiet_optuna
     from dse.search.study.results import load_results
     found = []
     for url in urls:
@@ -30,13 +30,13 @@ def runs_in(cfg: Any, urls: Sequence[str]) -> list[tuple[str, Any]]:
             try:
                 names = optuna.get_all_study_names(storage=url)
             except Exception as exc:            # noqa: BLE001 - any storage error: one line
-                raise ConfigError(f"--storage {url}: cannot read ({exc})") from None
+                raise ConfigError(f"--storage {mask_url(url)}: cannot read ({mask_text(str(exc), url)})") from None
         mine = [n for n in names if n == cfg.name or (cfg.name == cfg.base_name and n.startswith(cfg.base_name + "["))]
         found += [(n, url, load_results(replace(cfg, storage=url, name=n))) for n in sorted(mine)]
     names = [n for n, _, _ in found]
     out = [(n if names.count(n) == 1 else f"{n}@{mask_url(url)}", res) for n, url, res in found]
     if not out:
-        raise ConfigError(f"{cfg.source}: no run of study {cfg.name!r} in {', '.join(urls)}; run "
+        raise ConfigError(f"{cfg.source}: no run of study {cfg.name!r} in {', '.join(mask_url(u) for u in urls)}; run "
                           f"`dse run {cfg.source.name} --storage URL` first")
     return out
 

@@ -40,6 +40,7 @@ class StudyMirror:
         self.directions = list(directions)
         self.mem = optuna.create_study(directions=self.directions, sampler=sampler)
         self.held: list = []                     # the finished trials ``mem`` holds, in order
+        self.floor = 0                           # RDB: every trial below this id is finished and synced
 
     def sync(self, *, queue_waiting: bool = True, states: Sequence[Any] | None = None) -> list:
         """Mirror new finished persistent trials (of ``states`` if given, as told to the sampler:
@@ -49,7 +50,13 @@ class StudyMirror:
         new = []
         if states is None and self._unchanged():
             return new
-        for t in optuna_read.all_trials(self.pstudy):
+        rdb = optuna_compat.rdb(self.storage)
+        trials = optuna_read.read_trials(rdb, self.sid, self.floor) if rdb is not None else \
+            self.pstudy.get_trials(deepcopy=False)
+        if rdb is not None:   # from the oldest unfinished trial on: a study's sync costs O(new), not O(trials)
+            self.floor = optuna_read.floor(((optuna_compat.trial_id(t), t.state.is_finished()) for t in trials),
+                                           self.floor)
+        for t in trials:
             tid = optuna_compat.trial_id(t)
             if tid in self.seen:
                 continue
@@ -105,7 +112,7 @@ class StudyMirror:
 
     def _add(self, t) -> None:
         try:
-            self.mem.add_trial(sampler_form(t))
+            self.mem.add_trial(_without_metrics(sampler_form(t)))
         except ValueError:  # e.g. a failed trial without parameters: nothing to learn from
             self.held.append(None)   # not held: a later rebuild from these trials starts afresh
             return
@@ -230,3 +237,18 @@ def _stored_complete(ft) -> bool:
     if rec is None or ft.state.name != "COMPLETE":
         return False
     return stored_state(bool(rec.get("feasible")), list(ft.values), rec.get("duplicate_of")) == "COMPLETE"
+
+
+def _without_metrics(t):
+    """``t`` for the in-memory study, without the metrics of its ``dse`` record: no sampler reads
+    them (the design cache keeps its own), and optuna copies every trial it is given, so each
+    worker held every trial's metrics twice (480 MB per worker at the soak's 20,000 trials)."""
+    import optuna
+    rec = t.user_attrs.get("dse")
+    if not isinstance(rec, dict) or "metrics" not in rec:
+        return t
+    user = {**t.user_attrs, "dse": {k: v for k, v in rec.items() if k != "metrics"}}
+    return optuna.trial.FrozenTrial(
+        number=t.number, state=t.state, value=None, values=t.values, datetime_start=t.datetime_start,
+        datetime_complete=t.datetime_complete, params=t.params, distributions=t.distributions, user_attrs=user,
+        system_attrs=t.system_attrs, intermediate_values=t.intermediate_values, trial_id=optuna_compat.trial_id(t))

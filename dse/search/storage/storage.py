@@ -82,20 +82,21 @@ class quiet_optuna(warnings.catch_warnings):
 
 
 def open_storage(url_or_none: str | None, study_name: str, results_dir: Path, stem: str | None = None,
-                 heartbeat_s: int = HEARTBEAT_INTERVAL_S, *, read_only: bool = False):
+                 heartbeat_s: int = HEARTBEAT_INTERVAL_S, *, read_only: bool = False, pre_ping: bool = True):
     """Build the optuna storage for a study (see the module docstring for the URL forms).
 
     ``study_name`` names the default SQLite file when ``stem`` is not given. RDB storages record
     heartbeats every ``heartbeat_s`` seconds; a trial silent for ``HEARTBEAT_GRACE_INTERVALS``
     of them is failed and re-queued. ``read_only``: create nothing (``MissingStorage`` when the
-    file is not there), write nothing.
+    file is not there), write nothing. ``pre_ping``: a server connection is tested before each
+    transaction (a round trip; off for ``dse worker``, whose lost connections ``reconnect`` handles).
     """
     with quiet_optuna():
-        return _open_storage(url_or_none, study_name, results_dir, stem, heartbeat_s, read_only)
+        return _open_storage(url_or_none, study_name, results_dir, stem, heartbeat_s, read_only, pre_ping)
 
 
 def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, stem: str | None,
-                  heartbeat_s: int, read_only: bool):
+                  heartbeat_s: int, read_only: bool, pre_ping: bool = True):
     from optuna.storages import RDBStorage
 
     from dse.search.storage import rdb_version
@@ -112,7 +113,7 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
         if read_only and not db.is_file():
             raise MissingStorage(f"{db}: no such file")
     engine_kwargs = sqlite_engine_kwargs(url, read_only) if scheme == "sqlite" else \
-        {"pool_pre_ping": True, **(_read_only_pg(scheme) if read_only else {})}
+        {"pool_pre_ping": pre_ping, **(_read_only_pg(scheme) if read_only else {})}
     try:
         for attempt in range(SCHEMA_RACE_RETRIES + 1):
             try:
@@ -142,7 +143,9 @@ def _open_storage(url_or_none: str | None, study_name: str, results_dir: Path, s
         if db is not None:
             raise ConfigError(f"{db}: cannot open the study database ({msg})") from None
         hint = ("; the server's max_connections is reached: run fewer workers, or raise max_connections"
-                if "too many clients" in msg.lower() or "too many connections" in msg.lower() else "")
+                if "too many clients" in msg.lower() or "too many connections" in msg.lower() else
+                "; give the password in DSE_STORAGE, PGPASSWORD, ~/.pgpass or a PGSERVICEFILE service"
+                if "no password supplied" in msg or "password authentication failed" in msg else "")
         raise ConfigError(f"storage {mask_url(url)}: cannot connect ({mask_text(msg, url)}){hint}") from None
 
 
@@ -223,7 +226,7 @@ def storage_label(cfg: Any) -> str:
     return mask_url(cfg.storage) if cfg.storage else str(cfg.results_dir / f"{cfg.base_name}.db")
 
 
-def open_study(cfg: Any, *, create: bool, sampler: Any = None):
+def open_study(cfg: Any, *, create: bool, sampler: Any = None, pre_ping: bool = True):
     """Open (or create) the optuna study of ``cfg``: ``(study, storage)``; check it was made by
     the same space, objectives, workloads and base design."""
     import optuna
@@ -232,7 +235,7 @@ def open_study(cfg: Any, *, create: bool, sampler: Any = None):
                           f"first")
     try:
         storage = open_storage(cfg.storage, cfg.name, cfg.results_dir, stem=cfg.base_name,
-                               heartbeat_s=cfg.heartbeat_s, read_only=not create)
+                               heartbeat_s=cfg.heartbeat_s, read_only=not create, pre_ping=pre_ping)
         storage.get_study_id_from_name(cfg.name)
     except (KeyError, MissingStorage):
         if not create:
@@ -313,7 +316,7 @@ def _query_secrets(rest: str) -> list[str]:
     return out
 
 
-def _secrets(url: str) -> list[str]:
+def secrets_of(url: str) -> list[str]:
     """Every secret a storage URL may carry, under both readings of an ambiguous URL: the password
     of ``user:password@`` (between the first ':' of the user info and the LAST '@', so a raw '@',
     '/' or '?' in a password stays hidden) and the values of password-like query parameters
@@ -356,7 +359,7 @@ def mask_url(url: str | None) -> str:
 def mask_text(text: str, url: str) -> str:
     """Remove the secrets of ``url`` (and their URL-decoded forms) from an arbitrary message."""
     from urllib.parse import unquote
-    for secret in sorted(_secrets(url), key=len, reverse=True):
+    for secret in sorted(secrets_of(url), key=len, reverse=True):
         for form in {secret, unquote(secret)}:
             if form:
                 text = text.replace(form, "***")

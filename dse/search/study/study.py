@@ -116,8 +116,9 @@ class StudyConfig:
         return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
     def command_args(self) -> str:
-        """The study path and the identity flags as the user typed them (password masked), for
-        hints such as ``dse front <command_args>``."""
+        """The study path and the identity flags as the user typed them (password masked; a storage
+        ``DSE_STORAGE`` gives is left out, the environment gives it again), for hints such as
+        ``dse front <command_args>``."""
         import os
         import shlex
 
@@ -129,7 +130,7 @@ class StudyConfig:
         except ValueError:  # another drive (Windows)
             pass
         out = [shlex.quote(path)]
-        if self.storage:
+        if self.storage and self.storage != os.environ.get("DSE_STORAGE", "").strip():   # else from there again
             out.append(f"--storage {shlex.quote(mask_url(self.storage))}")
         for k, v in self.overrides:
             out.append(f"--{k} {shlex.quote(str(v))}")

@@ -21,18 +21,21 @@ def test_sync_sees_other_writers_and_skips_reading_when_unchanged(tmp_path, monk
         m = StudyMirror(study, storage, ["minimize"], optuna.samplers.RandomSampler(seed=0))
         assert [x.number for x in m.sync()] == [0]
         reads = []
-        real = optuna_read.all_trials
-        monkeypatch.setattr(optuna_read, "all_trials", lambda s: reads.append(1) or real(s))
+        real = optuna_read.read_trials
+        monkeypatch.setattr(optuna_read, "read_trials", lambda *a: reads.append(a[2]) or real(*a))
         assert m.sync() == [] and reads == []                  # nothing new: no read
         mt = m.ask({"x": FloatDistribution(0, 1)})
         m.write(mt, m.tell(mt, [0.5]))                          # this process's own write
         assert m.sync() == [] and reads == []
         t = other.ask({"x": FloatDistribution(0, 1)})          # another process finishes one
         other.tell(t, 2.0)
-        assert [x.number for x in m.sync()] == [2] and reads == [1]
+        ids = [optuna_compat.trial_id(x) for x in study.get_trials(deepcopy=False)]
+        assert [x.number for x in m.sync()] == [2] and reads == [ids[1]]   # read from the first unsynced trial on
         other.enqueue_trial({"x": 0.25})                        # ... and queues one
-        assert m.sync() == [] and reads == [1, 1] and len(m.queued) == 1
-        assert m.sync() == [] and reads == [1, 1]
+        assert m.sync() == [] and reads == [ids[1], ids[2] + 1] and len(m.queued) == 1
+        assert m.sync() == [] and reads == [ids[1], ids[2] + 1]
+        other.tell(other.ask({"x": FloatDistribution(0, 1)}), 3.0)   # another process pops the queued trial
+        assert [x.number for x in m.sync()] == [3] and reads[-1] == ids[2] + 1 and m.floor == ids[2] + 2
     assert optuna_compat.rdb(storage) is storage
 
 
@@ -120,3 +123,22 @@ def test_a_rebuild_between_batches_reuses_the_study_and_proposes_as_a_fresh_one(
         fresh, readded_fresh = _batches(tmp_path, name, make, True, monkeypatch)
         assert fast == fresh, name
         assert readded == 0 and readded_fresh == 8 + 16 + 24, name
+
+
+def test_the_in_memory_study_holds_no_metrics(tmp_path):
+    """Synced trials reach the sampler without their metrics (the design cache keeps them): every
+    other field the samplers read is there."""
+    from optuna.storages import RDBStorage
+    with quiet_optuna():
+        storage = RDBStorage(f"sqlite:///{tmp_path / 'n.db'}")
+        study = optuna.create_study(study_name="n", storage=storage, directions=["minimize"])
+        t = study.ask({"x": FloatDistribution(0, 1)})
+        t.set_user_attr("dse", {"design": {"x": 1}, "feasible": True, "metrics": {"m": {"a": 1.0}}})
+        t.set_user_attr("design_key", "k")
+        study.tell(t, 1.0)
+        m = StudyMirror(study, storage, ["minimize"], optuna.samplers.RandomSampler(seed=0))
+        (synced,) = m.sync()
+    (held,) = m.mem.get_trials(deepcopy=False)
+    assert synced.user_attrs["dse"]["metrics"] == {"m": {"a": 1.0}}                # as stored
+    assert held.user_attrs == {"dse": {"design": {"x": 1}, "feasible": True}, "design_key": "k"}
+    assert (held.params, held.values, held.state) == (synced.params, synced.values, synced.state)

@@ -120,13 +120,6 @@ def test_count_with_user_attr(rdb_study):
     assert oc.count_with_user_attr(storage, sid, "absent") == 0
 
 
-def test_ids_with_heartbeat(rdb_study):
-    study, storage = rdb_study
-    a, b = study.ask(), study.ask()
-    storage.record_heartbeat(oc.trial_id(a))
-    assert oc.ids_with_heartbeat(storage, [oc.trial_id(a), oc.trial_id(b)]) == {oc.trial_id(a)}
-
-
 def test_write_finished_trial_in_one_transaction(rdb_study):
     study, storage = rdb_study
     mem = optuna.create_study(directions=["minimize", "maximize"])

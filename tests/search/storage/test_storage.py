@@ -49,8 +49,10 @@ def test_no_command_prints_the_password(capsys, tmp_path, postgres_url):
         for secret in (password, SECRET):
             assert secret not in out + err, (argv, out, err)
         assert password not in files and SECRET not in files
+        warned = [line for line in err.splitlines() if line.startswith("dse worker: warning: the --storage URL")]
+        assert len(warned) == (argv[0] == "worker"), (argv, err)        # once, by dse worker only
         if SECRET in " ".join(argv):
-            assert rc == 2 and len(err.strip().splitlines()) == 1, (argv, err)
+            assert rc == 2 and len(err.strip().splitlines()) == 1 + len(warned), (argv, err)
         else:
             assert rc == 0, (argv, err)
 
