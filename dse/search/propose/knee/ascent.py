@@ -56,6 +56,8 @@ PAIR_WANTED = 12             # one-knob moves of highest estimated utility, each
 REPAIR_STEPS = 3             # values of a repairing knob tried on each side of the head's (nearest first)
 PAIR_BUDGET = 48             # two-knob moves of a head, best estimated first
 GLOBAL_SHARE = 1 / 8         # share of a knee-phase batch planned by the global (hypervolume) plan
+WIDE = 3                     # chains at the knee phase's start, in multiples of knee_candidates
+NARROW_AT = 0.5              # share of the knee phase by which they narrow to knee_candidates
 GLOBAL_POOL = 500            # candidates the global share draws (a few designs of each batch)
 GAIN_TOL = 1e-9              # a move must beat its head by more than this to count as better
 
@@ -258,7 +260,7 @@ def plan(cfg: Any, ev: Any, rng: np.random.Generator, k: int, settings: Mapping[
     """The ``k`` parameter sets of a knee-phase batch (module docstring); None when the front is
     empty or every chain has converged and nothing else is left (the caller then plans a global
     batch)."""
-    chains = Chains(cfg, ev, knee_settings.keys, max(1, knee_settings.candidates))
+    chains = Chains(cfg, ev, knee_settings.keys, chains_now(cfg, knee_settings, len(ev.trials)))
     if not chains.heads:
         return None
     est = Estimator(cfg, ev, float(settings.get("ridge", 10.0)), bool(settings.get("logistic", False)), memo)
@@ -334,6 +336,18 @@ def _nearest_repairs(parent: Mapping[str, Any], vs: list, ks: list, owner: list[
         if side not in best or abs(d) < best[side][0]:
             best[side] = (abs(d), t)
     return sorted(t for _, t in best.values())
+
+
+def chains_now(cfg: Any, knee_settings: Any, finished: int) -> int:
+    """Chains of a knee-phase batch planned after ``finished`` trials: ``WIDE`` x
+    ``knee_candidates`` at the phase's start, narrowing linearly to ``knee_candidates`` at the
+    share ``NARROW_AT`` of the phase (successive halving over architectures: an architecture shows
+    its worth only once refined, so many get a start, and the best of them the rest)."""
+    c = max(1, int(knee_settings.candidates))
+    start = knee_settings.global_trials(cfg.trials, cfg.batch)
+    span = max(1, cfg.trials - start)
+    progress = min(1.0, max(0.0, (finished - start) / span))
+    return max(c, int(round(c * (1 + (WIDE - 1) * max(0.0, 1.0 - progress / NARROW_AT)))))
 
 
 def _interleave(a: list, b: list) -> list:

@@ -86,3 +86,20 @@ def test_the_plan_is_deterministic_and_never_repeats_a_design(tmp_path):
     # the top chain's moves come first: the first proposal is one or two knobs from its head
     head = ev.params[Chains(cfg, ev, cfg.knee.keys, 3).heads[0].row]
     assert 1 <= sum(a[0].get(k) != head.get(k) for k in head) <= 2
+
+
+def test_chains_start_wide_and_narrow_to_knee_candidates_by_mid_phase():
+    from types import SimpleNamespace
+
+    from dse.search.propose.knee.ascent import NARROW_AT, WIDE, chains_now
+    from dse.search.propose.knee.phase import KneeSearch
+
+    cfg = SimpleNamespace(trials=1000, batch=10)
+    ks = KneeSearch(share=0.5, candidates=3)
+    start = ks.global_trials(cfg.trials, cfg.batch)
+    assert start == 500
+    widths = [chains_now(cfg, ks, n) for n in range(start, cfg.trials + 1, 10)]
+    assert widths[0] == WIDE * 3                                  # wide at the phase's start
+    assert all(a >= b for a, b in zip(widths, widths[1:]))        # never widens again
+    assert chains_now(cfg, ks, start + int(NARROW_AT * 500)) == 3  # narrowed by mid-phase
+    assert widths[-1] == 3 and chains_now(cfg, ks, 0) == WIDE * 3  # before the phase: wide
