@@ -21,7 +21,9 @@ verdict also asks how far each was refined:
 * **ambiguous**: the top margin is below the threshold: the run's own designs do not separate
   the top architectures (near-equal architectures: choose among them on other grounds);
 * **not settled**: a clear margin, but the knee's design or a contender's is not refined yet
-  (run more trials, or pool seeds with ``dse front --storage S1 --storage S2``).
+  (run more trials, or pool seeds with ``dse front --storage S1 --storage S2``);
+* with **one architecture** on the front there is no margin: the knee is clear once its design
+  is refined, not settled before (a run of two trials is not evidence).
 
 ``dse front``, ``dse run``'s summary, the report and the knee phase's stop rule
 (``stop = "knee-settled"``: stop once the verdict is not *not settled*) all read this verdict.
@@ -65,8 +67,14 @@ def judge(kc: Any, chains: Any, top_row: int) -> Verdict:
     their utilities, architectures and what is left to evaluate around each)."""
     if not kc.candidates:
         return Verdict("none", "no knee candidate")
-    if kc.margin is None:
-        return Verdict("clear", "one architecture on the front: the knee is not contested")
+    if kc.margin is None:                      # one architecture: uncontested, once its design is refined
+        left = chains.moves_left(top_row)
+        if left:
+            return Verdict("not settled", f"one architecture on the front, but the knee's design is not "
+                                          f"refined ({left} moves not evaluated)", None,
+                           [{"architecture": dict(zip(kc.keys, kc.candidates[0].group)), "moves_left": left}])
+        return Verdict("clear", "one architecture on the front, and the knee's design is refined "
+                                "(no one-knob move and no exchange of two is better, or left to try)")
     top = kc.candidates[0]
     unrefined = _unrefined(kc, chains, top.score, top.group, top_row)
     if kc.ambiguous:

@@ -108,3 +108,13 @@ def test_the_trials_verdict_agrees_with_the_study_verdict(tmp_path):
     a, b = verdict.trials_verdict(res.cfg, trials), quality.study_verdict(res)
     assert (a.word, a.margin, a.unrefined) == (b.word, b.margin, b.unrefined)
     assert a.word in ("clear", "ambiguous")          # every design evaluated: nothing left to refine
+
+
+def test_one_architecture_on_the_front_is_not_settled_until_its_design_is_refined(tmp_path):
+    """No margin to judge: before, "clear" at once (the quickstart stopped after 2 of 4 trials)."""
+    rows = [(2, "broadcast", 2.0, 1.9), (1, "broadcast", 1.0, 3.9), (3, "broadcast", 3.0, 1.0)]
+    res = _study(fake_study(tmp_path, grid=False), rows)
+    fr, kc = quality.knee_candidates(res)
+    assert kc.margin is None and len(kc.candidates) == 1
+    v = quality.study_verdict(res, fr, kc)
+    assert v.word == "not settled" and not v.settled and v.unrefined[0]["moves_left"] > 0, v
