@@ -122,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(one_run(kw["seed"], kw["storage"], kw["jobs"], kw["trials"], kw["to_the_end"])))
         return 0
     seeds = _seeds(a.seeds)
+    rev = subprocess.run(["git", "-C", str(Path(__file__).resolve().parents[1]), "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True).stdout.strip() or "unknown"
+    print(f"bench_catalog at commit {rev}: seeds {a.seeds}, --jobs {a.jobs}, load {os.getloadavg()[0]:.1f}", flush=True)
     folder = Path(a.keep or tempfile.mkdtemp(prefix="dse-bench-catalog-"))
     folder.mkdir(parents=True, exist_ok=True)
     from dse.search.study.study import load_study
@@ -149,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in summary["lines"]:
         print(line)
     if a.out:
-        Path(a.out).write_text(json.dumps({"runs": rows, "reference": ref, "pooled": {"architecture": arch,
+        Path(a.out).write_text(json.dumps({"commit": rev, "runs": rows, "reference": ref, "pooled": {"architecture": arch,
                                            "score": best}, "summary": summary}, indent=1, default=str))
     return 0
 
