@@ -152,8 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     for line in summary["lines"]:
         print(line)
     if a.out:
-        Path(a.out).write_text(json.dumps({"commit": rev, "runs": rows, "reference": ref, "pooled": {"architecture": arch,
-                                           "score": best}, "summary": summary}, indent=1, default=str))
+        out = {"commit": rev, "runs": rows, "reference": ref, "pooled": {"architecture": arch, "score": best},
+               "summary": summary}
+        Path(a.out).write_text(json.dumps(out, indent=1, default=str))
     return 0
 
 
