@@ -118,11 +118,10 @@ def start_three(study: Path, url: str, name: str, *extra: str) -> list[subproces
     procs = [worker(study, url, "w0", *extra)]
     wait_complete(url, name, 1, procs)
     procs += [worker(study, url, f"w{i}", *extra) for i in (1, 2)]
-    end = time.monotonic() + 180       # every worker past its start-up (a fault then hits a running loop):
-    while time.monotonic() < end:      # it has reserved a batch (the grid ran out before under load 5)
+    end = time.monotonic() + 180       # every worker past its start-up (a fault then hits a running loop)
+    while time.monotonic() < end:
         try:
-            done = {t.user_attrs.get("dse_worker") for t in trials(url, name)
-                    if is_scored(t) or t.state.name == "RUNNING"}
+            done = {t.user_attrs.get("dse_worker") for t in trials(url, name) if is_scored(t)}
         except Exception:  # noqa: BLE001
             done = set()
         if {"w0", "w1", "w2"} <= done:
