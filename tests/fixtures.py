@@ -151,10 +151,10 @@ def write_study(folder: Path, *, space: str, objectives: str, file: str = "study
 
 
 def write_distributed_study(folder: Path, *, sampler: str = "grid", trials: int = 300, batch: int = 8,
-                            name: str = "dist") -> Path:
+                            name: str = "dist", space: str | None = None) -> Path:
     """The distributed tests' study: GRID300_SPACE, latency vs power under the area budget, seed 7,
     on the default model; ``folder/<name>.toml``."""
-    return write_study(folder, space=GRID300_SPACE, objectives=LATENCY_POWER_OBJECTIVES, file=f"{name}.toml",
+    return write_study(folder, space=space or GRID300_SPACE, objectives=LATENCY_POWER_OBJECTIVES, file=f"{name}.toml",
                        name=name, trials=trials, seed=7, batch=batch, sampler=sampler,
                        workload='models = ["qwen3.5-35b-a3b"]')
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from dse.search.storage.stored import is_scored
-from tests.fixtures import write_distributed_study
+from tests.fixtures import GRID300_SPACE, write_distributed_study
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.long]   # a server stopped and restarted
 
@@ -195,9 +195,10 @@ def test_server_restart_under_three_workers(server, tmp_path, down_s):
     meanwhile may not notice, its pool re-connects), and a restart with the server down for 4 s
     (longer than the 3 s heartbeat grace: every worker notices, the trials they held go stale
     and are re-queued)."""
-    target = 300                     # the whole grid: the fault hits mid-study however fast the trials are
-    name = f"restart{int(down_s)}"
-    study = write_study(tmp_path, name, target)
+    target = 1020                    # the whole grid: the fault hits mid-study however fast the trials are
+    name = f"restart{int(down_s)}"      # (300 points ran out before the fault once the workers got faster)
+    study = write_distributed_study(tmp_path, sampler="grid", trials=target, batch=4, name=name,
+                                    space=GRID300_SPACE.replace("high = 300, step = 50", "high = 500, step = 25"))
     procs = start_three(study, server.url, name, "--db-retry", "60")
     try:
         if down_s:
