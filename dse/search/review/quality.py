@@ -198,14 +198,8 @@ def verdict(kc) -> str:
         return "no knee candidate"
     if kc.margin is None:
         return "one architecture on the front: the knee is not contested"
-    word = "ambiguous" if kc.ambiguous else "clear"
-    over = ""
-    if kc.rival is not None:
-        arch = ", ".join(f"{k}={v}" for k, v in zip(kc.keys, kc.rival.group))
-        trial = "" if kc.rival.trial is None else f"trial {kc.rival.trial}, "
-        over = f" over the best design of another architecture, not a knee candidate ({trial}{arch})"
-    return (f"knee choice {word}: the top candidate leads by {kc.margin:.3f}{over} "
-            f"({'below' if kc.ambiguous else 'at least'} the {kc.threshold:g} threshold)")
+    from dse.search.propose.knee import margin_words
+    return f"knee choice {'ambiguous' if kc.ambiguous else 'clear'}: {margin_words(kc)}"
 
 
 def knee_settledness(res) -> dict[str, Any]:

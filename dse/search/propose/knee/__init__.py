@@ -24,8 +24,8 @@ from dse.search.propose.knee.phase import (
                                            wrap,
 )
 from dse.search.propose.knee.sweep import legalise, variants
-from dse.search.propose.knee.verdict import CONTEST_WINDOW, Verdict, trials_verdict
+from dse.search.propose.knee.verdict import CONTEST_WINDOW, Verdict, margin_words, trials_verdict
 
 __all__ = ["Chains", "knee_plan", "front_of", "full_designs", "rivals_of", "ATTR", "CANDIDATES_ATTR", "KNEE_KEYS",
            "SEARCH_KEYS", "KneeSearch", "Tracker", "candidates_attr", "parse", "resumed", "track", "wrap",
-           "legalise", "variants", "CONTEST_WINDOW", "Verdict", "trials_verdict"]
+           "legalise", "variants", "CONTEST_WINDOW", "Verdict", "margin_words", "trials_verdict"]
