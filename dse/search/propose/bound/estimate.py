@@ -133,6 +133,7 @@ class BoundMemo:
 
     def __init__(self) -> None:
         self.rows: dict[tuple, tuple[np.ndarray, bool, np.ndarray]] = {}
+        self.neighbours: dict[tuple, Any] = {}    # a knee-phase parent's moves (knee.ascent.Chains._moves)
 
     @staticmethod
     def key(design: Mapping[str, Any]) -> tuple:

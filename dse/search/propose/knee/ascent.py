@@ -60,6 +60,18 @@ WIDE = 3                     # chains at the knee phase's start, in multiples of
 NARROW_AT = 0.5              # share of the knee phase by which they narrow to knee_candidates
 GLOBAL_POOL = 500            # candidates the global share draws (a few designs of each batch)
 GAIN_TOL = 1e-9              # a move must beat its head by more than this to count as better
+MOVES_KEPT = 256             # parents whose moves a study's memo keeps (oldest dropped first)
+
+
+@dataclass
+class _Moves:
+    """What a parent's neighbourhood owes to the parent alone (``Chains._moves``)."""
+    parent_key: tuple
+    vs: list                               # one-knob moves (``knee_sweep.variants``)
+    ks: list                               # the knob each moves
+    keys: list                             # their ``BoundMemo.key``
+    arrays: tuple | None                   # closed-form (B, ok, H) of the moves, then the parent
+    walls: tuple | None = None             # exchange candidates (``Chains._wall_candidates``)
 
 
 @dataclass
@@ -119,12 +131,13 @@ class Chains:
         one-knob move of another knob (the repair: the area it frees), and the ``PAIR_VALUES``
         best values of every knob with each other's; ``PAIR_BUDGET`` of them at most."""
         parent = self.ev.params[h.row]
-        vs, ks = knee_sweep.variants(self.cfg.space, self.base, parent)
-        desire, gain, ok = self._estimate(est, memo, parent, vs)
-        known = np.array([BoundMemo.key(v) in self.ev.known for v in vs], dtype=bool)
-        true = np.array([self.u.get(self.index.get(BoundMemo.key(v), -1), -np.inf) - h.utility for v in vs])
+        moves = self._moves(parent, memo)
+        vs, ks, vkeys = moves.vs, moves.ks, moves.keys
+        desire, gain, ok = self._estimate(est, memo, parent, vs, moves.arrays)
+        known = np.array([k in self.ev.known for k in vkeys], dtype=bool)
+        true = np.array([self.u.get(self.index.get(k, -1), -np.inf) - h.utility for k in vkeys])
         score = np.where(known, true, gain)
-        singles = [vs[i] for i in _by_knob(np.flatnonzero(~known & ok), score, ks)]
+        singles = [dict(vs[i]) for i in _by_knob(np.flatnonzero(~known & ok), score, ks)]   # copies: vs is kept
         if singles and not pairs_too:
             return singles, []
         order = np.lexsort((np.arange(len(vs)), -score)).tolist()
@@ -137,9 +150,9 @@ class Chains:
         names = list(best)
         additive = [(i, j) for x in range(len(names)) for y in range(x + 1, len(names))
                     for i in best[names[x]] for j in best[names[y]]]
-        exchange = self._exchanges(parent, vs, ks, ok, delta, memo)
+        exchange = self._exchanges(parent, vs, ks, ok, delta, memo, moves)
         steer = knee_sweep.steering(self.cfg.space)
-        seen = {BoundMemo.key(parent)} | {BoundMemo.key(v) for v in vs}
+        seen = {moves.parent_key, *vkeys}
         qs, score2 = [], []
         for i, j in additive:
             q = {**vs[i], ks[j]: vs[j][ks[j]]}
@@ -159,15 +172,43 @@ class Chains:
         return singles, pairs
 
     def _exchanges(self, parent: Mapping[str, Any], vs: list, ks: list, ok: np.ndarray, delta: np.ndarray,
-                   memo: BoundMemo) -> list[dict[str, Any]]:
+                   memo: BoundMemo, moves: _Moves | None = None) -> list[dict[str, Any]]:
         """Exchange moves along the closed form's walls (die area, link loads): each one-knob move
         one step beyond a wall (``_walls``) with, for every other numeric knob, its nearest value on
         either side that brings the pair back inside (the area the step needs, freed elsewhere);
         ordered wall by wall in turn, each wall's repairs by the repair's own change of utility
         (measured, else estimated: the cheapest repair first)."""
+        if moves is not None and moves.walls is not None:       # this head's candidates, computed before
+            walls, cands, owner, wall, okq = moves.walls
+        else:
+            walls, cands, owner, wall, okq = self._wall_candidates(parent, vs, ks, ok, memo)
+            if moves is not None:
+                moves.walls = (walls, cands, owner, wall, okq)
+        if not cands:
+            return []
+        wall_a = np.array(wall)
+        per_wall = []
+        for i in walls:
+            t_rows = np.flatnonzero(wall_a == i)
+            chosen = [int(t_rows[t]) for t in _nearest_repairs(parent, vs, ks, [owner[t] for t in t_rows],
+                                                                okq[t_rows])]
+            chosen.sort(key=lambda t: (-np.nan_to_num(delta[owner[t]], nan=-np.inf), t))
+            per_wall.append([cands[t] for t in chosen])
+        seen, uniq = set(), []
+        for q in (q for group in zip_longest(*per_wall) for q in group if q is not None):   # walls in turn
+            key = BoundMemo.key(q)
+            if key not in seen:
+                seen.add(key)
+                uniq.append(dict(q))                      # a copy: the candidates are kept
+        return uniq
+
+    def _wall_candidates(self, parent: Mapping[str, Any], vs: list, ks: list, ok: np.ndarray, memo: BoundMemo
+                         ) -> tuple[list[int], list, list[int], list[int], np.ndarray]:
+        """(walls, candidates, the repair's move of each, its wall, whether the closed form admits
+        each) of the exchange moves of ``parent``: a function of the parent alone."""
         walls = _walls(parent, vs, ks, ok)
         if not walls:
-            return []
+            return walls, [], [], [], np.zeros(0, dtype=bool)
         steer = knee_sweep.steering(self.cfg.space)
         by: dict[str, list[int]] = {}
         for j, k in enumerate(ks):
@@ -185,26 +226,28 @@ class Chains:
                     owner.append(j)
                     wall.append(i)
         if not cands:
-            return []
+            return walls, [], [], [], np.zeros(0, dtype=bool)
         _, okq, _ = memo.arrays(self.cfg, [self.cfg.design(q) for q in cands])     # every wall's at once
-        wall_a = np.array(wall)
-        per_wall = []
-        for i in walls:
-            t_rows = np.flatnonzero(wall_a == i)
-            chosen = [int(t_rows[t]) for t in _nearest_repairs(parent, vs, ks, [owner[t] for t in t_rows],
-                                                                okq[t_rows])]
-            chosen.sort(key=lambda t: (-np.nan_to_num(delta[owner[t]], nan=-np.inf), t))
-            per_wall.append([cands[t] for t in chosen])
-        seen, uniq = set(), []
-        for q in (q for group in zip_longest(*per_wall) for q in group if q is not None):   # walls in turn
-            key = BoundMemo.key(q)
-            if key not in seen:
-                seen.add(key)
-                uniq.append(q)
-        return uniq
+        return walls, cands, owner, wall, okq
 
-    def _estimate(self, est: Estimator | None, memo: BoundMemo, parent: Mapping[str, Any], moves: list
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _moves(self, parent: Mapping[str, Any], memo: BoundMemo) -> _Moves:
+        """The one-knob moves of ``parent``, their keys and closed-form rows (and, once asked,
+        its exchange candidates): functions of the parent alone, kept in ``memo`` so that a head
+        that stays a head over several batches is not swept again (the plan's cost, issue 48)."""
+        pk = BoundMemo.key(parent)
+        got = memo.neighbours.get(pk)
+        if got is None:
+            vs, ks = knee_sweep.variants(self.cfg.space, self.base, parent)
+            ps = list(vs) + [dict(parent)]
+            arrays = memo.arrays(self.cfg, [self.cfg.design(p) for p in ps]) if vs else None
+            got = _Moves(pk, vs, ks, [BoundMemo.key(v) for v in vs], arrays)
+            if len(memo.neighbours) >= MOVES_KEPT:
+                memo.neighbours.pop(next(iter(memo.neighbours)))
+            memo.neighbours[pk] = got
+        return got
+
+    def _estimate(self, est: Estimator | None, memo: BoundMemo, parent: Mapping[str, Any], moves: list,
+                  arrays: tuple | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(desire, gain, ok) of ``moves`` over ``parent``: the estimated gain of knee utility
         ignoring the constraints, the estimated gain of utility plus the log of the estimated
         probability of being feasible (-inf where the closed form proves the move infeasible),
@@ -212,7 +255,7 @@ class Chains:
         if not moves:
             return np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool)
         ps = list(moves) + [dict(parent)]
-        B, ok, H = memo.arrays(self.cfg, [self.cfg.design(p) for p in ps])
+        B, ok, H = arrays if arrays is not None else memo.arrays(self.cfg, [self.cfg.design(p) for p in ps])
         if est is None:                                  # what is left, not in which order (the verdict)
             z = np.where(ok[:-1], 0.0, -np.inf)
             return np.zeros(len(moves)), z, ok[:-1]
