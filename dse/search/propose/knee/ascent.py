@@ -55,6 +55,7 @@ PAIR_VALUES = 3              # values of each knob (its best one-knob moves) pai
 PAIR_WANTED = 12             # one-knob moves of highest estimated utility, each paired with every repair
 REPAIR_STEPS = 3             # values of a repairing knob tried on each side of the head's (nearest first)
 PAIR_BUDGET = 48             # two-knob moves of a head, best estimated first
+PAIR_CHUNK = 2 * PAIR_BUDGET  # additive two-knob moves checked on the closed form at a time
 GLOBAL_SHARE = 1 / 8         # share of a knee-phase batch planned by the global (hypervolume) plan
 WIDE = 3                     # chains at the knee phase's start, in multiples of knee_candidates
 NARROW_AT = 0.5              # share of the knee phase by which they narrow to knee_candidates
@@ -162,12 +163,17 @@ class Chains:
             if key not in seen and key not in self.ev.known:
                 seen.add(key)
                 qs.append(q)
-                score2.append(np.nan_to_num(delta[i] + delta[j], nan=-np.inf))
+                score2.append(delta[i] + delta[j])
         lists = [[], [q for q in exchange if BoundMemo.key(q) not in self.ev.known]]
-        if qs:
-            _, _, pok = self._estimate(est, memo, parent, qs)
-            r = np.array(score2)
-            lists[0] = [qs[i] for i in np.lexsort((np.arange(len(qs)), -r)) if pok[i] and np.isfinite(r[i])]
+        if qs:                            # best first, the closed form's verdict asked only as far as needed
+            r = np.nan_to_num(np.array(score2, dtype=float), nan=-np.inf)
+            order = [int(i) for i in np.lexsort((np.arange(len(qs)), -r)) if np.isfinite(r[i])]
+            for a in range(0, len(order), PAIR_CHUNK):
+                part = order[a:a + PAIR_CHUNK]
+                pok = memo.arrays(self.cfg, [self.cfg.design(qs[i]) for i in part])[1]
+                lists[0] += [qs[i] for i, o in zip(part, pok) if o]
+                if len(lists[0]) >= PAIR_BUDGET:
+                    break
         pairs = _interleave(lists[1], lists[0])[:PAIR_BUDGET]
         return singles, pairs
 
@@ -192,7 +198,7 @@ class Chains:
             t_rows = np.flatnonzero(wall_a == i)
             chosen = [int(t_rows[t]) for t in _nearest_repairs(parent, vs, ks, [owner[t] for t in t_rows],
                                                                 okq[t_rows])]
-            chosen.sort(key=lambda t: (-np.nan_to_num(delta[owner[t]], nan=-np.inf), t))
+            chosen.sort(key=lambda t: (-_finite_or_low(delta[owner[t]]), t))
             per_wall.append([cands[t] for t in chosen])
         seen, uniq = set(), []
         for q in (q for group in zip_longest(*per_wall) for q in group if q is not None):   # walls in turn
@@ -213,21 +219,41 @@ class Chains:
         by: dict[str, list[int]] = {}
         for j, k in enumerate(ks):
             by.setdefault(k, []).append(j)
-        cands, owner, wall = [], [], []
+        sides = []                        # (wall, knob, its repairs on one side, nearest first)
         for i in walls:
             for k, rows in by.items():
                 if k == ks[i] or not _ordered(vs, rows, k):
                     continue
-                for j in _nearest(parent[k], vs, rows, k, REPAIR_STEPS):
-                    q = {**vs[i], k: vs[j][k]}
-                    if ks[i] in steer or k in steer:
-                        q = knee_sweep.legalise(self.cfg.space, self.base, q)
-                    cands.append(q)
-                    owner.append(j)
-                    wall.append(i)
-        if not cands:
+                near = _nearest(parent[k], vs, rows, k, REPAIR_STEPS)
+                for side in ([j for j in near if vs[j][k] < parent[k]], [j for j in near if vs[j][k] > parent[k]]):
+                    if side:
+                        sides.append((i, k, side, len(sides) * (REPAIR_STEPS + 1)))
+        # only the admitted repair nearest the parent's value on each side is ever used
+        # (``_nearest_repairs``): ask the closed form nearest first, one step at a time, for the
+        # sides still open (the same candidates, the farther ones never asked)
+        found: list[tuple[int, dict, int, int, bool]] = []    # (order, candidate, repair, wall, admitted)
+        open_ = sides
+        for step in range(REPAIR_STEPS):
+            now = [(i, k, side, base) for i, k, side, base in open_ if step < len(side)]
+            if not now:
+                break
+            qs = []
+            for i, k, side, _ in now:
+                q = {**vs[i], k: vs[side[step]][k]}
+                if ks[i] in steer or k in steer:
+                    q = knee_sweep.legalise(self.cfg.space, self.base, q)
+                qs.append(q)
+            _, okn, _ = memo.arrays(self.cfg, [self.cfg.design(q) for q in qs])
+            open_ = []
+            for (i, k, side, base), q, o in zip(now, qs, okn):
+                found.append((base + step, q, side[step], i, bool(o)))
+                if not o:
+                    open_.append((i, k, side, base))
+        if not found:
             return walls, [], [], [], np.zeros(0, dtype=bool)
-        _, okq, _ = memo.arrays(self.cfg, [self.cfg.design(q) for q in cands])     # every wall's at once
+        found.sort(key=lambda f: f[0])
+        cands, owner, wall = [f[1] for f in found], [f[2] for f in found], [f[3] for f in found]
+        okq = np.array([f[4] for f in found], dtype=bool)
         return walls, cands, owner, wall, okq
 
     def _moves(self, parent: Mapping[str, Any], memo: BoundMemo) -> _Moves:
@@ -292,6 +318,14 @@ class Chains:
             out.append({"architecture": dict(zip(self.keys, h.group)), "utility": round(h.utility, 6),
                         "stage": h.stage, "moves_left": len(singles) + len(pairs)})
         return out
+
+
+def _finite_or_low(x: float) -> float:
+    """``np.nan_to_num(x, nan=-np.inf)`` of one number (that call costs ~10 us a scalar)."""
+    x = float(x)
+    if x != x:
+        return -np.inf
+    return min(max(x, -np.finfo(float).max), np.finfo(float).max)
 
 
 def _hashable(v: Any) -> Any:
