@@ -294,3 +294,22 @@ def test_a_claimed_entry_is_published_in_parts_or_released(tmp_path, monkeypatch
     assert warm_cache.claim(other, 2) is None
     warm_cache.release(other)
     assert not (d / f".{other}.lock").exists() and not list(d.glob(f"{other}*"))
+
+
+def test_an_eviction_leaves_room_below_the_bound(tmp_path, monkeypatch):
+    """Evicting down to EVICT_LOW_WATER of the bound: the next writes fit without a scan (a
+    folder held at its bound exactly was scanned at every write, issue 48)."""
+    _shared_env(tmp_path, monkeypatch, mb=1)
+    scans = []
+    real = os.scandir
+    monkeypatch.setattr(warm_cache.os, "scandir", lambda d: scans.append(d) or real(d))
+    big = [np.full(349_000, i, dtype=np.uint8) for i in range(4)]      # 1.4 MB; three: 1.2 KB under 1 MiB
+    for a in big:
+        warm_cache.shared_array(warm_cache.content_key("low", a), a.copy)
+    size = sum(p.stat().st_size for p in (tmp_path / "shared").glob("*.npy"))
+    assert size <= warm_cache.EVICT_LOW_WATER * (1 << 20)
+    before = len(scans)
+    small = [np.full(2_000, 100 + i, dtype=np.uint8) for i in range(5)]   # 10 KB: over a bound-tight folder
+    for a in small:
+        warm_cache.shared_array(warm_cache.content_key("low", a), a.copy)
+    assert len(scans) == before
