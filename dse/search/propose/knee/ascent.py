@@ -103,7 +103,7 @@ class Chains:
         self.u = dict(zip(feas.tolist(), u.tolist()))
         archs = full_designs(cfg, [ev.designs[i] for i in feas])
         self.group = {int(i): tuple(_hashable(a.get(k)) for k in self.keys) for i, a in zip(feas, archs)}
-        self.index = {BoundMemo.key(ev.params[i]): int(i) for i in feas}
+        self.index = {ev.keys[i]: int(i) for i in feas}
         seen: set[tuple] = set()
         slack = ev.violation[feas]                         # its tightest constraint (<= 0: feasible)
         for j in np.lexsort((feas, slack, -np.round(u, 9))).tolist():   # best first; ties: more slack, earlier
