@@ -3,8 +3,9 @@ plan (coordinate ascent of the knee's figure of merit on the trace, with exchang
 closed form's walls) and the one verdict on the knee (clear, ambiguous, not settled).
 
 Modules, bottom up: ``sweep`` (every design one knob away), ``front`` (the evaluated designs'
-front, rivals and architectures), ``ascent`` (chains, moves, the plan), ``verdict`` (refined or
-not, the verdict), ``phase`` (``[search]`` settings, the knee-phase sampler, the run's tracker).
+front, rivals and architectures), ``exchange`` (a wall step repaired by another knob),
+``ascent`` (chains, moves, the plan), ``verdict`` (refined or not, the verdict), ``phase``
+(``[search]`` settings, the knee-phase sampler, the run's tracker).
 Imports ``dse.search.propose.sample`` and ``dse.search.propose.bound``.
 """
 from dse.search.propose.knee.ascent import Chains

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import zip_longest
 from typing import Any
 
 import numpy as np
@@ -50,10 +49,10 @@ from dse.search.front import knee as kn
 from dse.search.front import pareto
 from dse.search.propose.bound import BoundMemo, Estimator
 from dse.search.propose.knee import sweep as knee_sweep
+from dse.search.propose.knee.exchange import exchanges
 
 PAIR_VALUES = 3              # values of each knob (its best one-knob moves) paired with every other knob's
 PAIR_WANTED = 12             # one-knob moves of highest estimated utility, each paired with every repair
-REPAIR_STEPS = 3             # values of a repairing knob tried on each side of the head's (nearest first)
 PAIR_BUDGET = 48             # two-knob moves of a head, best estimated first
 PAIR_CHUNK = 2 * PAIR_BUDGET  # additive two-knob moves checked on the closed form at a time
 GLOBAL_SHARE = 1 / 8         # share of a knee-phase batch planned by the global (hypervolume) plan
@@ -72,7 +71,7 @@ class _Moves:
     ks: list                               # the knob each moves
     keys: list                             # their ``BoundMemo.key``
     arrays: tuple | None                   # closed-form (B, ok, H) of the moves, then the parent
-    walls: tuple | None = None             # exchange candidates (``Chains._wall_candidates``)
+    walls: tuple | None = None             # exchange candidates (``exchange.wall_candidates``)
 
 
 @dataclass
@@ -151,7 +150,7 @@ class Chains:
         names = list(best)
         additive = [(i, j) for x in range(len(names)) for y in range(x + 1, len(names))
                     for i in best[names[x]] for j in best[names[y]]]
-        exchange = self._exchanges(parent, vs, ks, ok, delta, memo, moves)
+        exchange = exchanges(self.cfg, self.base, parent, vs, ks, ok, delta, memo, moves)
         steer = knee_sweep.steering(self.cfg.space)
         seen = {moves.parent_key, *vkeys}
         qs, score2 = [], []
@@ -176,85 +175,6 @@ class Chains:
                     break
         pairs = _interleave(lists[1], lists[0])[:PAIR_BUDGET]
         return singles, pairs
-
-    def _exchanges(self, parent: Mapping[str, Any], vs: list, ks: list, ok: np.ndarray, delta: np.ndarray,
-                   memo: BoundMemo, moves: _Moves | None = None) -> list[dict[str, Any]]:
-        """Exchange moves along the closed form's walls (die area, link loads): each one-knob move
-        one step beyond a wall (``_walls``) with, for every other numeric knob, its nearest value on
-        either side that brings the pair back inside (the area the step needs, freed elsewhere);
-        ordered wall by wall in turn, each wall's repairs by the repair's own change of utility
-        (measured, else estimated: the cheapest repair first)."""
-        if moves is not None and moves.walls is not None:       # this head's candidates, computed before
-            walls, cands, owner, wall, okq = moves.walls
-        else:
-            walls, cands, owner, wall, okq = self._wall_candidates(parent, vs, ks, ok, memo)
-            if moves is not None:
-                moves.walls = (walls, cands, owner, wall, okq)
-        if not cands:
-            return []
-        wall_a = np.array(wall)
-        per_wall = []
-        for i in walls:
-            t_rows = np.flatnonzero(wall_a == i)
-            chosen = [int(t_rows[t]) for t in _nearest_repairs(parent, vs, ks, [owner[t] for t in t_rows],
-                                                                okq[t_rows])]
-            chosen.sort(key=lambda t: (-_finite_or_low(delta[owner[t]]), t))
-            per_wall.append([cands[t] for t in chosen])
-        seen, uniq = set(), []
-        for q in (q for group in zip_longest(*per_wall) for q in group if q is not None):   # walls in turn
-            key = BoundMemo.key(q)
-            if key not in seen:
-                seen.add(key)
-                uniq.append(dict(q))                      # a copy: the candidates are kept
-        return uniq
-
-    def _wall_candidates(self, parent: Mapping[str, Any], vs: list, ks: list, ok: np.ndarray, memo: BoundMemo
-                         ) -> tuple[list[int], list, list[int], list[int], np.ndarray]:
-        """(walls, candidates, the repair's move of each, its wall, whether the closed form admits
-        each) of the exchange moves of ``parent``: a function of the parent alone."""
-        walls = _walls(parent, vs, ks, ok)
-        if not walls:
-            return walls, [], [], [], np.zeros(0, dtype=bool)
-        steer = knee_sweep.steering(self.cfg.space)
-        by: dict[str, list[int]] = {}
-        for j, k in enumerate(ks):
-            by.setdefault(k, []).append(j)
-        sides = []                        # (wall, knob, its repairs on one side, nearest first)
-        for i in walls:
-            for k, rows in by.items():
-                if k == ks[i] or not _ordered(vs, rows, k):
-                    continue
-                near = _nearest(parent[k], vs, rows, k, REPAIR_STEPS)
-                for side in ([j for j in near if vs[j][k] < parent[k]], [j for j in near if vs[j][k] > parent[k]]):
-                    if side:
-                        sides.append((i, k, side, len(sides) * (REPAIR_STEPS + 1)))
-        # only the admitted repair nearest the parent's value on each side is ever used
-        # (``_nearest_repairs``): ask the closed form nearest first, one step at a time, for the
-        # sides still open (the same candidates, the farther ones never asked)
-        found: list[tuple[int, dict, int, int, bool]] = []    # (order, candidate, repair, wall, admitted)
-        open_ = sides
-        for step in range(REPAIR_STEPS):
-            now = [(i, k, side, base) for i, k, side, base in open_ if step < len(side)]
-            if not now:
-                break
-            qs = []
-            for i, k, side, _ in now:
-                q = {**vs[i], k: vs[side[step]][k]}
-                if ks[i] in steer or k in steer:
-                    q = knee_sweep.legalise(self.cfg.space, self.base, q)
-                qs.append(q)
-            _, okn, _ = memo.arrays(self.cfg, [self.cfg.design(q) for q in qs])
-            open_ = []
-            for (i, k, side, base), q, o in zip(now, qs, okn):
-                found.append((base + step, q, side[step], i, bool(o)))
-                if not o:
-                    open_.append((i, k, side, base))
-        if not found:
-            return walls, [], [], [], np.zeros(0, dtype=bool)
-        found.sort(key=lambda f: f[0])
-        cands, owner, wall = [f[1] for f in found], [f[2] for f in found], [f[3] for f in found]
-        okq = np.array([f[4] for f in found], dtype=bool)
-        return walls, cands, owner, wall, okq
 
     def _moves(self, parent: Mapping[str, Any], memo: BoundMemo) -> _Moves:
         """The one-knob moves of ``parent``, their keys and closed-form rows (and, once asked,
@@ -320,14 +240,6 @@ class Chains:
         return out
 
 
-def _finite_or_low(x: float) -> float:
-    """``np.nan_to_num(x, nan=-np.inf)`` of one number (that call costs ~10 us a scalar)."""
-    x = float(x)
-    if x != x:
-        return -np.inf
-    return min(max(x, -np.finfo(float).max), np.finfo(float).max)
-
-
 def _hashable(v: Any) -> Any:
     return v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)
 
@@ -363,56 +275,6 @@ def plan(cfg: Any, ev: Any, rng: np.random.Generator, k: int, settings: Mapping[
                  if BoundMemo.key(q) not in known]
         out += extra[: k - len(out)]
     return out
-
-
-def _walls(parent: Mapping[str, Any], vs: list, ks: list, ok: np.ndarray) -> list[int]:
-    """The one-knob moves that are the first step beyond a wall of the closed form: for each knob,
-    the nearest value on either side of the parent's that the closed form rejects (its die
-    area, a link load) when every value between them is admitted (moves in ``variants`` order:
-    each knob's values ascending)."""
-    out, by = [], {}
-    for i, k in enumerate(ks):
-        by.setdefault(k, []).append(i)
-    for k, rows in by.items():
-        v0 = parent.get(k)
-        try:
-            below = [i for i in rows if vs[i][k] < v0][::-1]
-            above = [i for i in rows if vs[i][k] > v0]
-        except TypeError:                               # a categorical knob: no order, no wall
-            continue
-        for side in (below, above):
-            for i in side:
-                if not ok[i]:
-                    out.append(i)
-                    break
-    return out
-
-
-def _nearest(v0: Any, vs: list, rows: list[int], k: str, n: int) -> list[int]:
-    """The ``n`` values of knob ``k`` nearest ``v0`` on each side (rows of its one-knob moves)."""
-    below = sorted((j for j in rows if vs[j][k] < v0), key=lambda j: -vs[j][k])[:n]
-    above = sorted((j for j in rows if vs[j][k] > v0), key=lambda j: vs[j][k])[:n]
-    return below + above
-
-
-def _ordered(vs: list, rows: list[int], k: str) -> bool:
-    """Whether knob ``k``'s values compare (a numeric knob)."""
-    return all(isinstance(vs[j][k], (int, float)) and not isinstance(vs[j][k], bool) for j in rows)
-
-
-def _nearest_repairs(parent: Mapping[str, Any], vs: list, ks: list, owner: list[int], ok: np.ndarray) -> list[int]:
-    """Of the candidate pairs (index t: a wall step with the one-knob move ``owner[t]``), for
-    every knob and side of the parent's value, the admitted one nearest the parent's value."""
-    best: dict[tuple[str, bool], tuple[float, int]] = {}
-    for t, j in enumerate(owner):
-        if not ok[t]:
-            continue
-        k = ks[j]
-        d = float(vs[j][k]) - float(parent[k])
-        side = (k, d > 0)
-        if side not in best or abs(d) < best[side][0]:
-            best[side] = (abs(d), t)
-    return sorted(t for _, t in best.values())
 
 
 def chains_now(cfg: Any, knee_settings: Any, finished: int) -> int:

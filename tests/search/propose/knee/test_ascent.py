@@ -12,7 +12,8 @@ from dse.search import load_study, run_study
 from dse.search.propose import sample
 from dse.search.propose.bound import BoundMemo
 from dse.search.propose.knee import Chains, knee_plan
-from dse.search.propose.knee.ascent import _by_knob, _nearest_repairs, _turns, _walls
+from dse.search.propose.knee.ascent import _by_knob, _turns
+from dse.search.propose.knee.exchange import _nearest_repairs, _walls
 from tests.studies.test_knee_phase import study
 
 ROOT = Path(__file__).resolve().parents[4]
