@@ -165,3 +165,29 @@ def test_dse_run_demotes_a_twin_when_it_opens_the_study(tmp_path):
     assert complete(study) == 1
     twin = study.get_trials()[-1]
     assert twin.state.name == "PRUNED" and twin.user_attrs["dse"]["duplicate_of"] == first.number
+
+
+def test_an_infeasible_design_raced_twice_reads_as_one_design(tmp_path):
+    """Two writers that raced on an infeasible design both store it PRUNED (``demote_repeats``
+    leaves infeasible trials alone): the reader marks the later one a repeat, keeping its reason,
+    so ``dse export --all`` counts the design once (the fresh-clone CI of 4abec09 counted two).
+    A screened trial of the same design (its values are bounds) is neither a first nor a repeat."""
+    import optuna
+
+    from dse.search.storage.stored import OUTCOME_ATTR, VALUES_ATTR
+    from dse.search.study.results import load_results
+    cfg, first = _planted_twin(tmp_path, f"journal:{tmp_path / 'twin.log'}")
+    study = optuna.load_study(study_name=cfg.name, storage=optuna_storage(cfg.storage))
+    rec = {**first.user_attrs["dse"], "feasible": False, "reason": "die area over budget"}
+    for screened in ("", "", "closed-form bound"):
+        user = {**first.user_attrs, "design_key": "infeasible-key", "dse": rec, VALUES_ATTR: list(first.values),
+                OUTCOME_ATTR: "infeasible: die area over budget", **({"screened": screened} if screened else {})}
+        study.add_trial(optuna.trial.create_trial(state=optuna.trial.TrialState.PRUNED, params=dict(first.params),
+                                                  distributions=dict(first.distributions), user_attrs=user,
+                                                  system_attrs=dict(first.system_attrs)))
+    res = load_results(cfg)
+    a, b, screened = res.records[-3:]
+    assert (a.duplicate_of, b.duplicate_of, screened.duplicate_of) == (None, a.number, None)
+    assert b.outcome == "infeasible: die area over budget" and not b.feasible
+    keys = [r.design_key for r in res.records if r.duplicate_of is None and not r.screened]
+    assert len(keys) == len(set(keys))                      # no design counted twice

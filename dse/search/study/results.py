@@ -211,13 +211,17 @@ def results_from_trials(cfg: StudyConfig, trials: list, study_attrs: dict[str, A
 
 
 def _twins(trials: list) -> dict[int, int]:
-    """{number: first number} of the trials stored COMPLETE whose design an earlier trial stored
-    COMPLETE holds too: two writers raced on one design and nothing demoted the later one yet
-    (a journal storage cannot; a writer killed before it did). They read as repeats, as
-    ``stored.demote_repeats`` stores them on RDB storages, so no design is counted twice."""
+    """{number: first number} of the evaluated trials whose design an earlier evaluated trial
+    holds too, neither marked a repeat: two writers raced on one design and nothing demoted the
+    later one yet (a journal storage cannot; a writer killed before it did), or the design is
+    infeasible, which ``stored.demote_repeats`` leaves alone (both are stored PRUNED already, and
+    the dashboard lists neither). They read as repeats, so no design is counted twice. Screened
+    trials (multi-fidelity: values are bounds) are neither firsts nor repeats."""
+    from dse.search.storage.stored import is_scored
     first: dict[str, int] = {}
     out = {}
-    for t in sorted((t for t in trials if t.state.name == "COMPLETE" and "design_key" in t.user_attrs
+    for t in sorted((t for t in trials if is_scored(t) and "design_key" in t.user_attrs
+                     and not t.user_attrs.get("screened")
                      and t.user_attrs.get("dse", {}).get("duplicate_of") is None), key=lambda t: t.number):
         key = t.user_attrs["design_key"]
         if key in first:
