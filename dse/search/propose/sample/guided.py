@@ -100,26 +100,12 @@ class Evaluated:
         self.designs = [t.user_attrs.get("dse", {}).get("design") or cfg.design(t.params) for t in done]
         self.feasible = np.array([bool(t.user_attrs.get("dse", {}).get("feasible"))
                                   and all(math.isfinite(v) for v in t.values) for t in done], dtype=bool)
-        self.violation = np.array([tightest(t.constraints) for t in done], dtype=float)
+        self.violation = np.array([max(t.constraints.values(), default=0.0) for t in done], dtype=float)
         self.values = np.array([t.values for t in done], dtype=float).reshape(len(done), len(cfg.objectives.objectives))
         F = pareto.to_min(self.values[self.feasible], cfg.objectives.directions)
         keep = pareto.nondominated(F) if len(F) else np.zeros(0, dtype=bool)
         self.front = F[keep]
         self.front_params = [p for p, k in zip([p for p, f in zip(self.params, self.feasible) if f], keep) if k]
-
-
-def tightest(constraints: Mapping[str, float]) -> float:
-    """A trial's tightest constraint value (<= 0: met), from its constraint values in
-    ``stored.constraint_keys`` order: the count of workloads that do not map first (0 on every
-    design that maps, which would hide every other margin), then one per constraint of the study.
-    The count counts only when a workload does not map; otherwise the worst other constraint
-    (none: 0)."""
-    vals = list(constraints.values())
-    if not vals:
-        return 0.0
-    if vals[0] > 0 or len(vals) == 1:
-        return float(max(vals))
-    return float(max(vals[1:]))
 
 
 def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int, mutants: float = 0.5,

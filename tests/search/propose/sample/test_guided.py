@@ -265,27 +265,3 @@ def test_greedy_hv_equals_its_slow_oracle(seed):
         s = int(rng.integers(1 << 30))
         assert guided.greedy_hv(*args, np.random.default_rng(s), 3000, weight, extremes, refine) == \
             _greedy_hv_oracle(*args, np.random.default_rng(s), 3000, weight, extremes, refine)
-
-
-def test_the_tightest_constraint_is_a_margin_not_the_mapping_count():
-    """The count of workloads that do not map comes first and is 0 on every design that maps:
-    taken in the max, it hid every other margin (the feasibility fit and the knee chains'
-    slack read 0 for every feasible design)."""
-    assert guided.tightest({"infeasible_workloads": 0.0, "c0": -0.2, "c1": -0.05}) == -0.05
-    assert guided.tightest({"infeasible_workloads": 2.0, "c0": -0.2, "c1": 0.5}) == 2.0
-    assert guided.tightest({"infeasible_workloads": 0.0, "c0": 0.3}) == 0.3
-    assert guided.tightest({"infeasible_workloads": 0.0}) == 0.0
-    assert guided.tightest({}) == 0.0
-
-
-def test_evaluated_designs_keep_their_constraint_margins(guided_study):
-    """A study with constraints (objectives/full.toml): feasible designs read a negative
-    tightest margin, the one their constraints leave, infeasible ones a positive one."""
-    import optuna
-    cfg, _ = guided_study
-    trials = optuna.load_study(study_name=cfg.name, storage=cfg.storage).get_trials()
-    from dse.search.storage.stored import sampler_form
-    ev = guided.Evaluated(cfg, [sampler_form(t) for t in trials])
-    assert ev.feasible.any()
-    assert (ev.violation[ev.feasible] < 0).all()
-    assert (ev.violation[~ev.feasible] > 0).all()
