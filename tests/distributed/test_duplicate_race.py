@@ -22,8 +22,10 @@ import pytest
 from tests.fixtures import GRID300_SPACE, LATENCY_POWER_OBJECTIVES, write_study
 
 
-def _dse(*argv: str) -> subprocess.Popen:
+def _dse(*argv: str, cache: str | None = None) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "DSE_CATALOG"}
+    if cache is not None:
+        env["DSE_CACHE_DIR"] = cache
     return subprocess.Popen([sys.executable, "-m", "dse", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
 
@@ -42,7 +44,7 @@ WRITERS = {   # case -> the processes started together on one fresh study
 }
 
 
-ATTEMPTS = 3        # fresh studies tried until the writers race (they nearly always do at once)
+ATTEMPTS = 5        # fresh studies tried until the writers race (they nearly always do at once)
 
 
 @pytest.mark.slow
@@ -67,8 +69,11 @@ def _race_and_check(case: str, folder, postgres_url: str, name: str) -> int:
                         seed=7, batch=8, sampler="random",
                         workload='models = ["qwen3.5-35b-a3b"]\ntrace = "synthetic"')   # slower: wider races
     common = [str(study), "--storage", postgres_url]
-    procs = [_dse("run", *common, "--no-progress") if kind == "run" else
-             _dse("worker", *common, "--worker-id", f"w{i}", "--poll", "0.1")
+    cache = str(folder / "cache")      # cold for each study: the session's warm cache (tests/conftest.py)
+    # made evaluations so quick that two drivers of one seed stopped overlapping (the fresh-clone CI
+    # of 50f955d: no race in 3 studies)
+    procs = [_dse("run", *common, "--no-progress", cache=cache) if kind == "run" else
+             _dse("worker", *common, "--worker-id", f"w{i}", "--poll", "0.1", cache=cache)
              for i, kind in enumerate(WRITERS[case])]
     for p in procs:
         _finish(p)
