@@ -1,17 +1,21 @@
 """The flagship study across seeds: run time, knee regret against many runs pooled, one verdict.
 
 Run: python benchmarks/bench_catalog.py [--seeds 0-9] [--jobs 2] [--reference-factor 10]
-                                        [--reference-seed 1000] [--out FILE.json] [--keep DIR]
+                                        [--reference-seed 1000] [--reference-storage URL]
+                                        [--out FILE.json] [--keep DIR]
 
 Each seed runs ``studies/catalog.toml`` as shipped (``dse run`` at ``--jobs 2``: the driver and one
 worker process) in a process and SQLite file of its own; one *reference* run of the same study on
 another seed gets ``--reference-factor`` times the trial budget and runs it to the end (``stop =
-"trials"``). Per seed the table prints:
+"trials"``; ``--reference-storage`` pools one kept from an earlier run instead: 14,400 trials take
+about ten minutes). Per seed the table prints:
 
 * wall and CPU seconds of the run (CPU: the run's process and its workers), trials it ran (the
   knee phase stops once its verdict is settled), and the evaluations' **busy share**: seconds
   spent evaluating designs in the worker and in the driver over 2 x the run's wall (the target:
-  the evaluation processes, not the planner, are the busy ones);
+  the evaluation processes, not the planner, are the busy ones), and apart: the worker
+  process's share of the wall (``worker``) and the driver's (``driver``: the designs it
+  evaluates itself while it would wait for a result; the rest of its time it plans, asks and tells);
 * its knee: the top knee candidate's architecture (``[search] knee_keys``) and score (the knee
   utility, ``-sum ln |objective|`` with maximised objectives inverted: one scale for every run,
   whatever its front);
@@ -67,9 +71,12 @@ def one_run(seed: int, storage: str, jobs: int, trials: int | None, to_the_end: 
         t0, c0 = time.perf_counter(), _cpu()
         s = run_study(cfg, jobs=jobs, evaluator=functools.partial(busy_evaluate, busy))
         wall = time.perf_counter() - t0
-        intervals = [tuple(map(float, ln.split())) for p in Path(busy).iterdir() for ln in p.read_text().splitlines()]
+        by_pid = {p.name: [tuple(map(float, ln.split())) for ln in p.read_text().splitlines()]
+                  for p in Path(busy).iterdir()}
+        intervals = [iv for ivs in by_pid.values() for iv in ivs]
     return {"seed": seed, "wall_s": wall, "cpu_s": _cpu() - c0, "trials": s.complete, "evaluations": s.evaluations,
-            "busy_s": sum(b - a for a, b in intervals), "processes": jobs}
+            "busy_s": sum(b - a for a, b in intervals), "processes": jobs,
+            "driver_busy_s": sum(b - a for a, b in by_pid.get(str(os.getpid()), []))}
 
 
 def _cpu() -> float:
@@ -113,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--reference-factor", type=int, default=10, help="trial budget of the reference run (x)")
     ap.add_argument("--reference-seed", type=int, default=1000)
+    ap.add_argument("--reference-storage", help="pool this reference run (of --reference-seed) instead of running one")
     ap.add_argument("--out", help="write every figure as JSON here")
     ap.add_argument("--keep", help="keep the runs' SQLite files in this folder (default: a temporary one)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -139,7 +147,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seed {s}: {r['wall_s']:.1f} s wall, {r['trials']} trials, knee {r['architecture']} "
               f"score {r['score']:.4f}, {r['verdict']}", flush=True)
     ref = None
-    if a.reference_factor > 0:
+    if a.reference_storage:
+        from dse.search.study.results import load_results
+        url = a.reference_storage
+        n = len(load_results(load_study(STUDY, seed=a.reference_seed, storage=url)).records)
+        ref = {"seed": a.reference_seed, "trials": n, "wall_s": float("nan"), "storage": url}
+        ref["architecture"], ref["score"], ref["verdict"], ref["reason"] = knee(url, a.reference_seed)
+        print(f"reference (seed {a.reference_seed}, {n} trials, kept): knee {ref['architecture']} "
+              f"score {ref['score']:.4f}, {ref['verdict']}", flush=True)
+    elif a.reference_factor > 0:
         url = f"sqlite:///{folder / f'reference{a.reference_seed}.db'}"
         ref = run(a.reference_seed, url, a.jobs, base_trials * a.reference_factor, to_the_end=True)
         ref["architecture"], ref["score"], ref["verdict"], ref["reason"] = knee(url, a.reference_seed)
@@ -158,6 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _span(xs: list[str]) -> str:
+    """``lo-hi`` of figures printed as text (``-`` where none)."""
+    v = sorted(float(x) for x in xs if x != "-")
+    return f"{v[0]:.2f}-{v[-1]:.2f}" if v else "-"
+
+
 def _seeds(text: str) -> list[int]:
     out = []
     for part in text.split(","):
@@ -169,11 +191,20 @@ def _seeds(text: str) -> list[int]:
 def table(rows: list[dict], arch: dict, best: float) -> str:
     from dse.report import table as fmt_table
     body = [[r["seed"], f"{r['wall_s']:.1f}", f"{r['cpu_s']:.1f}", r["trials"],
-             f"{r['busy_s'] / (r['processes'] * r['wall_s']):.2f}",
+             f"{r['busy_s'] / (r['processes'] * r['wall_s']):.2f}", *_apart(r),
              "/".join(str(v) for v in r["architecture"].values()), f"{r['score']:.4f}", f"{best - r['score']:.4f}",
              r["verdict"], "yes" if r["architecture"] == arch else "no"] for r in rows]
-    return fmt_table(body, ["seed", "wall s", "CPU s", "trials", "busy", "knee", "score", "regret", "verdict",
-                            "pooled knee's"], align="rrrrrlrrll")
+    return fmt_table(body, ["seed", "wall s", "CPU s", "trials", "busy", "worker", "driver", "knee", "score",
+                            "regret", "verdict", "pooled knee's"], align="rrrrrrrlrrll")
+
+
+def _apart(r: dict) -> list[str]:
+    """The worker processes' busy share of the wall and the driver's (``one_run``)."""
+    if "driver_busy_s" not in r:
+        return ["-", "-"]
+    workers = max(1, r["processes"] - 1)
+    w = (r["busy_s"] - r["driver_busy_s"]) / (workers * r["wall_s"])
+    return [f"{w:.2f}", f"{r['driver_busy_s'] / r['wall_s']:.2f}"]
 
 
 def summarise(rows: list[dict], arch: dict, best: float, kc) -> dict:
@@ -187,7 +218,8 @@ def summarise(rows: list[dict], arch: dict, best: float, kc) -> dict:
     lines = [
         f"pooled knee: {arch} score {best:.4f} ({'ambiguous' if kc.ambiguous else 'clear'} by {kc.margin:.3f})",
         f"wall: {min(r['wall_s'] for r in rows):.1f}-{max(r['wall_s'] for r in rows):.1f} s (target <= 120 s)",
-        f"busy share: {min(busy):.2f}-{max(busy):.2f} (target >= 0.6)",
+        f"busy share: {min(busy):.2f}-{max(busy):.2f} (target >= 0.6); apart: the worker process "
+        f"{_span([_apart(r)[0] for r in rows])}, the driver {_span([_apart(r)[1] for r in rows])} of the wall",
         f"knee regret: mean {sum(regret) / len(regret):.4f}, worst {max(regret):.4f}; "
         f"{sum(x <= 0.02 for x in regret)} of {len(rows)} seeds within 0.02",
         f"most common knee architecture: {dict(common)} on {n_common} of {len(rows)} seeds; "
