@@ -149,12 +149,14 @@ class BoundMemo:
             order = _SORTED[names] = tuple(sorted(names))
         return order, tuple(map(repr, map(design.__getitem__, order)))
 
-    def keep(self, designs: Sequence[Mapping[str, Any]], B: np.ndarray, ok: np.ndarray, H: np.ndarray) -> None:
-        """Remember the rows of ``designs`` (as ``bound_arrays`` returned them)."""
+    def keep(self, designs: Sequence[Mapping[str, Any]], B: np.ndarray, ok: np.ndarray, H: np.ndarray,
+             keys: Sequence[tuple] | None = None) -> None:
+        """Remember the rows of ``designs`` (as ``bound_arrays`` returned them; ``keys``: theirs,
+        when the caller has them)."""
         if len(self.rows) + len(designs) > self.MAX_ROWS:
             self.rows.clear()
-        for d, b, o, h in zip(designs, B, ok, H):
-            self.rows[self.key(d)] = (b.copy(), bool(o), h.copy())
+        for k, b, o, h in zip(keys if keys is not None else map(self.key, designs), B, ok, H):
+            self.rows[k] = (b.copy(), bool(o), h.copy())
 
     def arrays(self, cfg: Any, designs: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``bound_arrays(cfg, designs)``, computing only the rows not kept yet."""
@@ -162,13 +164,13 @@ class BoundMemo:
         rows = {i: self.rows[k] for i, k in enumerate(keys) if k in self.rows}
         if not rows:
             B, ok, H = bound_arrays(cfg, designs)
-            self.keep(designs, B, ok, H)
+            self.keep(designs, B, ok, H, keys)
             return B, ok, H
         miss = [i for i in range(len(designs)) if i not in rows]
         if miss:
             B, ok, H = bound_arrays(cfg, [designs[i] for i in miss])
             rows.update((i, (B[j], bool(ok[j]), H[j])) for j, i in enumerate(miss))
-            self.keep([designs[i] for i in miss], B, ok, H)
+            self.keep([designs[i] for i in miss], B, ok, H, [keys[i] for i in miss])
         out = [rows[i] for i in range(len(designs))]
         return (np.array([r[0] for r in out]), np.array([r[1] for r in out], dtype=bool),
                 np.array([r[2] for r in out]))

@@ -39,8 +39,10 @@ converged.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -71,7 +73,7 @@ class _Moves:
     ks: list                               # the knob each moves
     keys: list                             # their ``BoundMemo.key``
     arrays: tuple | None                   # closed-form (B, ok, H) of the moves, then the parent
-    walls: tuple | None = None             # exchange candidates (``exchange.wall_candidates``)
+    walls: dict | None = None              # exchange candidates per wall step (``exchange.wall_candidates``)
 
 
 @dataclass
@@ -120,8 +122,8 @@ class Chains:
         singles, pairs = self.neighbourhood(h, None, memo or self.memo)
         return len(singles) + len(pairs)
 
-    def neighbourhood(self, h: Head, est: Estimator | None, memo: BoundMemo, pairs_too: bool = False
-                      ) -> tuple[list, list]:
+    def neighbourhood(self, h: Head, est: Estimator | None, memo: BoundMemo, pairs_too: bool = False,
+                      lazy: bool = False) -> tuple[list, Any]:
         """(its one-knob moves, its two-knob moves) not evaluated yet, each best first by
         estimated gain over the head; moves the closed form proves infeasible (die area, a
         mapping, a closed-form link load: exact there) are left out. One-knob moves: the best of
@@ -129,7 +131,9 @@ class Chains:
         ``pairs_too``): each of the ``PAIR_WANTED`` one-knob moves of highest estimated utility
         (feasible or not: a faster clock the die's area cannot hold is wanted) with every
         one-knob move of another knob (the repair: the area it frees), and the ``PAIR_VALUES``
-        best values of every knob with each other's; ``PAIR_BUDGET`` of them at most."""
+        best values of every knob with each other's; ``PAIR_BUDGET`` of them at most. With ``lazy``
+        and one-knob moves left, the two-knob moves come as a function that computes them (most
+        chains of a batch get a turn or two: their pairs, exchanges above all, are never asked)."""
         parent = self.ev.params[h.row]
         moves = self._moves(parent, memo)
         vs, ks, vkeys = moves.vs, moves.ks, moves.keys
@@ -140,6 +144,15 @@ class Chains:
         singles = [dict(vs[i]) for i in _by_knob(np.flatnonzero(~known & ok), score, ks)]   # copies: vs is kept
         if singles and not pairs_too:
             return singles, []
+        if singles and lazy:
+            return singles, partial(self._pairs, parent, moves, score, known, true, gain, ok, memo)
+        return singles, list(self._pairs(parent, moves, score, known, true, gain, ok, memo))
+
+    def _pairs(self, parent: Mapping[str, Any], moves: _Moves, score: np.ndarray, known: np.ndarray,
+               true: np.ndarray, gain: np.ndarray, ok: np.ndarray, memo: BoundMemo) -> Iterator[dict[str, Any]]:
+        """The two-knob moves of ``parent`` (``neighbourhood``), best first, as the caller takes
+        them (exchanges and additive pairs interleaved, ``PAIR_BUDGET`` at most)."""
+        vs, ks = moves.vs, moves.ks
         order = np.lexsort((np.arange(len(vs)), -score)).tolist()
         best: dict[str, list[int]] = {}
         for i in order:
@@ -150,31 +163,50 @@ class Chains:
         names = list(best)
         additive = [(i, j) for x in range(len(names)) for y in range(x + 1, len(names))
                     for i in best[names[x]] for j in best[names[y]]]
-        exchange = exchanges(self.cfg, self.base, parent, vs, ks, ok, delta, memo, moves)
+        known_keys = self.ev.known
+        exchange = (q for q in exchanges(self.cfg, self.base, parent, vs, ks, ok, delta, memo, moves)
+                    if BoundMemo.key(q) not in known_keys)
+        return islice(_interleave_lazily(exchange, self._additive(moves, additive, delta, memo)), PAIR_BUDGET)
+
+    def _additive(self, moves: _Moves, additive: list[tuple[int, int]], delta: np.ndarray, memo: BoundMemo
+                  ) -> Iterator[dict[str, Any]]:
+        """The ``additive`` pairs of one-knob moves (rows of ``moves.vs``) as designs, best first by
+        the sum of their ``delta``, those the closed form admits, asked ``PAIR_CHUNK`` at a time
+        as the caller takes them."""
+        if not additive:
+            return
+        vs, ks = moves.vs, moves.ks
+        # A pair moving a steering knob is legalised (a bound or condition moved with it) and may
+        # land on another pair or a one-knob move: those are made at once, the first of equal
+        # ones kept. A pair of two other knobs is the parent with two knobs changed, unlike any
+        # other move: it is made only when its turn comes, best first (about 1,700 pairs a
+        # head, of which the closed form is asked about a few hundred: issue 48's plan cost).
         steer = knee_sweep.steering(self.cfg.space)
-        seen = {moves.parent_key, *vkeys}
-        qs, score2 = [], []
-        for i, j in additive:
-            q = {**vs[i], ks[j]: vs[j][ks[j]]}
-            if ks[i] in steer or ks[j] in steer:              # a bound or condition moved with it
-                q = knee_sweep.legalise(self.cfg.space, self.base, q)
-            key = BoundMemo.key(q)
-            if key not in seen and key not in self.ev.known:
-                seen.add(key)
-                qs.append(q)
-                score2.append(delta[i] + delta[j])
-        lists = [[], [q for q in exchange if BoundMemo.key(q) not in self.ev.known]]
-        if qs:                            # best first, the closed form's verdict asked only as far as needed
-            r = np.nan_to_num(np.array(score2, dtype=float), nan=-np.inf)
-            order = [int(i) for i in np.lexsort((np.arange(len(qs)), -r)) if np.isfinite(r[i])]
-            for a in range(0, len(order), PAIR_CHUNK):
-                part = order[a:a + PAIR_CHUNK]
-                pok = memo.arrays(self.cfg, [self.cfg.design(qs[i]) for i in part])[1]
-                lists[0] += [qs[i] for i, o in zip(part, pok) if o]
-                if len(lists[0]) >= PAIR_BUDGET:
-                    break
-        pairs = _interleave(lists[1], lists[0])[:PAIR_BUDGET]
-        return singles, pairs
+        seen = {moves.parent_key, *moves.keys}
+        made: dict[int, dict] = {}                   # steering pairs kept, by their rank in ``additive``
+        for a, (i, j) in enumerate(additive):
+            if ks[i] in steer or ks[j] in steer:
+                q = knee_sweep.legalise(self.cfg.space, self.base, {**vs[i], ks[j]: vs[j][ks[j]]})
+                key = BoundMemo.key(q)
+                if key not in seen and key not in self.ev.known:
+                    seen.add(key)
+                    made[a] = q
+        ii, jj = np.array(additive).T
+        r = np.nan_to_num(delta[ii] + delta[jj], nan=-np.inf)
+        order = [int(a) for a in np.lexsort((np.arange(len(r)), -r)) if np.isfinite(r[a])]
+        chunk: list[dict] = []
+        for n, a in enumerate(order):                # best first, the closed form asked only as far as needed
+            i, j = additive[a]
+            if a in made:
+                chunk.append(made[a])
+            elif not (ks[i] in steer or ks[j] in steer):
+                q = {**vs[i], ks[j]: vs[j][ks[j]]}
+                if BoundMemo.key(q) not in self.ev.known:
+                    chunk.append(q)
+            if len(chunk) == PAIR_CHUNK or (n == len(order) - 1 and chunk):
+                pok = memo.arrays(self.cfg, [self.cfg.design(q) for q in chunk])[1]
+                yield from (q for q, o in zip(chunk, pok) if o)
+                chunk = []
 
     def _moves(self, parent: Mapping[str, Any], memo: BoundMemo) -> _Moves:
         """The one-knob moves of ``parent``, their keys and closed-form rows (and, once asked,
@@ -214,15 +246,16 @@ class Chains:
         desire = u[:-1] - (u[-1] if np.isfinite(u[-1]) else 0.0)
         return desire, eu[:-1] - (eu[-1] if np.isfinite(eu[-1]) else 0.0), ok[:-1]
 
-    def open_heads(self, est: Estimator, memo: BoundMemo) -> list[tuple[Head, list, list]]:
+    def open_heads(self, est: Estimator, memo: BoundMemo) -> list[tuple[Head, list, Any]]:
         """The first ``chains`` heads with moves left, best first, each with its one-knob and
-        two-knob moves (``neighbourhood``); a head without any has converged (its ``stage``), and
+        two-knob moves (``neighbourhood``; the two-knob ones as a function that computes them
+        while one-knob moves are left); a head without any has converged (its ``stage``), and
         the next architecture's head takes its place."""
         out = []
         for h in self.heads:
             if len(out) >= self.chains:
                 break
-            singles, pairs = self.neighbourhood(h, est, memo, pairs_too=True)
+            singles, pairs = self.neighbourhood(h, est, memo, pairs_too=True, lazy=True)
             h.stage = "single" if singles else "pairs" if pairs else "converged"
             if singles or pairs:
                 out.append((h, singles, pairs))
@@ -252,19 +285,15 @@ def plan(cfg: Any, ev: Any, rng: np.random.Generator, k: int, settings: Mapping[
     chains = Chains(cfg, ev, knee_settings.keys, chains_now(cfg, knee_settings, len(ev.trials)))
     if not chains.heads:
         return None
-    est = Estimator(cfg, ev, float(settings.get("ridge", 10.0)), bool(settings.get("logistic", False)), memo)
-    queues, moves = [], []
-    for _head, singles, pairs in chains.open_heads(est, memo):
-        q = _interleave(singles, pairs)
-        queues.append([len(moves) + i for i in range(len(q))])
-        moves += q
+    est = ev.estimator(cfg, float(settings.get("ridge", 10.0)), bool(settings.get("logistic", False)), memo)
+    queues = [_Queue(singles, pairs) for _head, singles, pairs in chains.open_heads(est, memo)]
     n_global = int(round(GLOBAL_SHARE * k))
     out, seen = [], set()
-    for i in _turns(queues, len(moves)):
-        key = BoundMemo.key(moves[i])
+    for q in _turns(queues):
+        key = BoundMemo.key(q)
         if key not in seen:
             seen.add(key)
-            out.append(moves[i])
+            out.append(q)
             if len(out) >= k - n_global:
                 break
     if len(out) < k:
@@ -289,14 +318,6 @@ def chains_now(cfg: Any, knee_settings: Any, finished: int) -> int:
     return max(c, int(round(c * (1 + (WIDE - 1) * max(0.0, 1.0 - progress / NARROW_AT)))))
 
 
-def _interleave(a: list, b: list) -> list:
-    """a[0], b[0], a[1], b[1], ... then the rest of the longer."""
-    out = []
-    for i in range(max(len(a), len(b))):
-        out += ([a[i]] if i < len(a) else []) + ([b[i]] if i < len(b) else [])
-    return out
-
-
 def _by_knob(rows: np.ndarray, gain: np.ndarray, knob: Sequence[str]) -> list[int]:
     """``rows`` by estimated gain (ties: the lower row), the best move of each knob first."""
     order = [int(i) for i in rows[np.lexsort((rows, -gain[rows]))]]
@@ -309,19 +330,71 @@ def _by_knob(rows: np.ndarray, gain: np.ndarray, knob: Sequence[str]) -> list[in
     return first + [i for i in order if i not in chosen]
 
 
-def _turns(queues: list[list[int]], k: int) -> list[int]:
-    """Up to ``k`` rows from the queues in turns top, second, top, third, ... (an empty queue's
-    turn passes on)."""
-    if not queues or k <= 0:
-        return []
+_END = object()
+
+
+class _Queue:
+    """A head's moves in the order it tries them, one-knob and two-knob interleaved
+    (``_interleave_lazily``), made as they are asked: the two-knob moves (a list, or a function that
+    gives them, in order, as an iterable) are asked only when a move past the first is, and
+    then only as far as the queue is read."""
+
+    def __init__(self, singles: list, pairs: Any):
+        self.buf: list = []
+        self.it = _interleave_lazily(iter(singles), pairs)
+
+    def has(self, i: int) -> bool:
+        while len(self.buf) <= i:
+            x = next(self.it, _END)
+            if x is _END:
+                return False
+            self.buf.append(x)
+        return True
+
+    def __getitem__(self, i: int) -> Any:
+        if not self.has(i):
+            raise IndexError(i)
+        return self.buf[i]
+
+
+def _interleave_lazily(a: Iterator, b: Any) -> Iterator:
+    """a[0], b[0], a[1], b[1], ... then the rest of the longer, item by item as they are taken;
+    ``b`` may be a function that gives it, called when its first item is wanted."""
+    b_it = None
+    while True:
+        got = False
+        x = next(a, _END)
+        if x is not _END:
+            got = True
+            yield x
+        if b_it is None:
+            b_it = iter(b() if callable(b) else b)
+        y = next(b_it, _END)
+        if y is not _END:
+            got = True
+            yield y
+        if not got:
+            return
+
+
+def _turns(queues: Sequence[Any]) -> Iterator[Any]:
+    """The queues' items in turns top, second, top, third, ... (an empty queue's turn passes
+    on), as far as the caller takes them (a queue's item ``i`` is asked once ``i`` is its
+    turn: ``_Queue`` computes its two-knob moves only then)."""
+    if not queues:
+        return
+    has = [(lambda i, q=q: q.has(i)) if isinstance(q, _Queue) else (lambda i, q=q: i < len(q)) for q in queues]
     turns = [0] + [x for q in range(1, len(queues)) for x in (q, 0)] if len(queues) > 1 else [0]
-    picked: list[int] = []
     pos = [0] * len(queues)
+    live = set(range(len(queues)))
     t = 0
-    while len(picked) < k and any(pos[q] < len(queues[q]) for q in range(len(queues))):
+    while live:
         q = turns[t % len(turns)]
         t += 1
-        if pos[q] < len(queues[q]):
-            picked.append(queues[q][pos[q]])
+        if q not in live:
+            continue
+        if has[q](pos[q]):
+            yield queues[q][pos[q]]
             pos[q] += 1
-    return picked
+        else:
+            live.discard(q)

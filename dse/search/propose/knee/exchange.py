@@ -9,8 +9,7 @@ order follows the estimate of each repair's own change of the figure of merit.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from itertools import zip_longest
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -19,51 +18,62 @@ from dse.search.propose.bound import BoundMemo
 from dse.search.propose.knee import sweep as knee_sweep
 
 REPAIR_STEPS = 3             # values of a repairing knob tried on each side of the head's (nearest first)
+WALLS_AT_ONCE = 4            # walls whose candidates one call of the closed form asks about (speed only)
 
 
 def exchanges(cfg: Any, base: Mapping[str, Any], parent: Mapping[str, Any], vs: list, ks: list, ok: np.ndarray,
-          delta: np.ndarray, memo: BoundMemo, moves: Any = None) -> list[dict[str, Any]]:
+              delta: np.ndarray, memo: BoundMemo, moves: Any = None) -> Iterator[dict[str, Any]]:
     """Exchange moves along the closed form's walls (die area, link loads): each one-knob move
     one step beyond a wall (``_walls``) with, for every other numeric knob, its nearest value on
     either side that brings the pair back inside (the area the step needs, freed elsewhere);
     ordered wall by wall in turn, each wall's repairs by the repair's own change of utility
-    (measured, else estimated: the cheapest repair first)."""
-    if moves is not None and moves.walls is not None:       # this head's candidates, computed before
-        walls, cands, owner, wall, okq = moves.walls
-    else:
-        walls, cands, owner, wall, okq = wall_candidates(cfg, base, parent, vs, ks, ok, memo)
-        if moves is not None:
-            moves.walls = (walls, cands, owner, wall, okq)
-    if not cands:
-        return []
-    wall_a = np.array(wall)
-    per_wall = []
-    for i in walls:
-        t_rows = np.flatnonzero(wall_a == i)
-        chosen = [int(t_rows[t]) for t in _nearest_repairs(parent, vs, ks, [owner[t] for t in t_rows],
-                                                            okq[t_rows])]
+    (measured, else estimated: the cheapest repair first). Yielded as the caller takes them: a
+    wall's candidates are asked of the closed form when its first repair's turn comes (a chain
+    that takes three exchanges asks about three walls, not every one), and kept with the
+    parent's moves (``moves.walls``) for the batches after."""
+    walls = _walls(parent, vs, ks, ok)
+    if not walls:
+        return
+    kept = moves.walls if moves is not None and moves.walls is not None else {}
+    if moves is not None:
+        moves.walls = kept
+    lists: list[list[dict[str, Any]]] = []
+    seen: set = set()
+    for w, i in enumerate(walls):                         # the first repair of each wall, in turn
+        if i not in kept:
+            kept.update(wall_candidates(cfg, base, parent, vs, ks, ok, memo,
+                                        [j for j in walls[w:] if j not in kept][:WALLS_AT_ONCE]))
+        cands, owner, okq = kept[i]
+        chosen = _nearest_repairs(parent, vs, ks, owner, okq)
         chosen.sort(key=lambda t: (-_finite_or_low(delta[owner[t]]), t))
-        per_wall.append([cands[t] for t in chosen])
-    seen, uniq = set(), []
-    for q in (q for group in zip_longest(*per_wall) for q in group if q is not None):   # walls in turn
+        lists.append([cands[t] for t in chosen])
+        if lists[w]:
+            yield from _unseen(lists[w][:1], seen)
+    for r in range(1, max(map(len, lists), default=0)):  # then the second of each, ...
+        yield from _unseen([q[r] for q in lists if r < len(q)], seen)
+
+
+def _unseen(qs: list, seen: set) -> Iterator[dict[str, Any]]:
+    """Copies of the ``qs`` whose key is not in ``seen`` (added to it)."""
+    for q in qs:
         key = BoundMemo.key(q)
         if key not in seen:
             seen.add(key)
-            uniq.append(dict(q))                      # a copy: the candidates are kept
-    return uniq
+            yield dict(q)                                 # a copy: the candidates are kept
+
 
 def wall_candidates(cfg: Any, base: Mapping[str, Any], parent: Mapping[str, Any], vs: list, ks: list,
-                ok: np.ndarray, memo: BoundMemo) -> tuple[list[int], list, list[int], list[int], np.ndarray]:
-    """(walls, candidates, the repair's move of each, its wall, whether the closed form admits
-    each) of the exchange moves of ``parent``: a function of the parent alone (kept with its moves)."""
-    walls = _walls(parent, vs, ks, ok)
-    if not walls:
-        return walls, [], [], [], np.zeros(0, dtype=bool)
+                    ok: np.ndarray, memo: BoundMemo, walls: list[int]) -> dict[int, tuple[list, list[int], np.ndarray]]:
+    """Per wall step ``i`` of ``walls`` (rows of ``vs``): (candidates, the repair's move of each,
+    whether the closed form admits each) of the exchange moves of ``parent`` over it, a function
+    of the parent alone (kept with its moves). A design's closed form does not depend on the
+    designs asked beside it, so the walls asked together give what each asked alone would; they
+    are asked together because a call of the closed form costs about 4 ms before its first row."""
     steer = knee_sweep.steering(cfg.space)
     by: dict[str, list[int]] = {}
     for j, k in enumerate(ks):
         by.setdefault(k, []).append(j)
-    sides = []                        # (wall, knob, its repairs on one side, nearest first)
+    sides = []                        # (wall, knob, its repairs on one side, nearest first, order)
     for i in walls:
         for k, rows in by.items():
             if k == ks[i] or not _ordered(vs, rows, k):
@@ -93,12 +103,12 @@ def wall_candidates(cfg: Any, base: Mapping[str, Any], parent: Mapping[str, Any]
             found.append((at + step, q, side[step], i, bool(o)))
             if not o:
                 open_.append((i, k, side, at))
-    if not found:
-        return walls, [], [], [], np.zeros(0, dtype=bool)
     found.sort(key=lambda f: f[0])
-    cands, owner, wall = [f[1] for f in found], [f[2] for f in found], [f[3] for f in found]
-    okq = np.array([f[4] for f in found], dtype=bool)
-    return walls, cands, owner, wall, okq
+    out = {}
+    for i in walls:
+        mine = [f for f in found if f[3] == i]
+        out[i] = ([f[1] for f in mine], [f[2] for f in mine], np.array([f[4] for f in mine], dtype=bool))
+    return out
 
 
 def _finite_or_low(x: float) -> float:

@@ -38,3 +38,20 @@ def full_designs(cfg: Any, designs: Sequence[Mapping[str, Any]]) -> list[dict[st
     pooling at one PE group per core reads ``either``)."""
     env = cfg.base_env()
     return [architecture_view({**env, **d}) for d in designs]
+
+
+def knee_of(cfg: Any, ev: Any, keys: Sequence[str]) -> tuple[np.ndarray, list[dict[str, Any]], Any]:
+    """(front F, its params, ``knee_candidates`` of it grouped by ``keys`` with every feasible
+    design a rival) of ``ev`` (guided.Evaluated); learnt once for the same trials (after a knee
+    batch the signature and the verdict read the same ones)."""
+    from dse.search.front import knee as kn
+    derived = getattr(ev, "derived", None)
+    got = derived.get(("knee", tuple(keys))) if derived is not None else None
+    if got is None:
+        F, params, designs = front_of(cfg, ev)
+        kc = kn.knee_candidates(F, full_designs(cfg, designs), tuple(keys), rivals=rivals_of(cfg, ev)) \
+            if len(F) else None
+        got = (F, params, kc)
+        if derived is not None:
+            derived[("knee", tuple(keys))] = got
+    return got

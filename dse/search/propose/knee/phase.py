@@ -188,15 +188,12 @@ def wrap(cfg: Any, seed: int, inner: Any, position: int | None = None, lag: int 
 def signature(cfg: Any, trials: Sequence) -> list[list[Any]]:
     """The knee candidates' signature (module docstring) of the feasible front of ``trials``;
     each entry ``[architecture key values, score, margin]``."""
-    from dse.search.front import knee as kn
     from dse.search.propose import sample
     from dse.search.propose.knee import front as knee_moves
     ev = sample.Evaluated(cfg, trials)
-    F, _, designs = knee_moves.front_of(cfg, ev)
+    F, _, kc = knee_moves.knee_of(cfg, ev, cfg.knee.keys)
     if not len(F):
         return []
-    kc = kn.knee_candidates(F, knee_moves.full_designs(cfg, designs), cfg.knee.keys,
-                            rivals=knee_moves.rivals_of(cfg, ev))
     return [[list(c.group), round(c.score, 6), None if c.margin is None else round(c.margin, 6)]
             for c in kc.candidates[:cfg.knee.candidates]]
 

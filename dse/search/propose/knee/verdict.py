@@ -134,11 +134,10 @@ def trials_verdict(cfg: Any, trials: Sequence) -> Verdict:
     from dse.search.propose.knee import ascent
     from dse.search.propose.knee import front as knee_moves
     ev = sample.Evaluated(cfg, trials)
-    F, params, designs = knee_moves.front_of(cfg, ev)
+    keys = tuple(cfg.knee.keys) if getattr(cfg, "knee", None) is not None else kn.KNEE_KEYS
+    F, params, kc = knee_moves.knee_of(cfg, ev, keys)
     if not len(F):
         return Verdict("none", "no knee candidate")
-    keys = tuple(cfg.knee.keys) if getattr(cfg, "knee", None) is not None else kn.KNEE_KEYS
-    kc = kn.knee_candidates(F, knee_moves.full_designs(cfg, designs), keys, rivals=knee_moves.rivals_of(cfg, ev))
     if not kc.candidates:
         return Verdict("none", "no knee candidate")
     chains = ascent.Chains(cfg, ev, keys, 1, scale=kc.scale, memo=sample.memo_of(cfg))

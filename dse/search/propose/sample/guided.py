@@ -91,21 +91,51 @@ class Evaluated:
 
     def __init__(self, cfg: Any, trials: Sequence, pending: Sequence[Mapping[str, Any]] = ()):
         self.trials = list(trials)
-        self.known = {trial_key(t) if t.state.name in FINISHED else param_key(t.params) for t in trials} | \
-            {param_key(p) for p in pending}
-        done = [t for t in trials if t.state.name == "COMPLETE" and t.values is not None
-                and not t.user_attrs.get("screened") and "duplicate_of" not in t.user_attrs.get("dse", {})]
-        self.params = [dict(t.params) for t in done]
-        self.keys = [trial_key(t) for t in done]          # param_key of each
-        self.designs = [t.user_attrs.get("dse", {}).get("design") or cfg.design(t.params) for t in done]
-        self.feasible = np.array([bool(t.user_attrs.get("dse", {}).get("feasible"))
-                                  and all(math.isfinite(v) for v in t.values) for t in done], dtype=bool)
-        self.violation = np.array([max(t.constraints.values(), default=0.0) for t in done], dtype=float)
-        self.values = np.array([t.values for t in done], dtype=float).reshape(len(done), len(cfg.objectives.objectives))
-        F = pareto.to_min(self.values[self.feasible], cfg.objectives.directions)
-        keep = pareto.nondominated(F) if len(F) else np.zeros(0, dtype=bool)
-        self.front = F[keep]
-        self.front_params = [p for p, k in zip([p for p, f in zip(self.params, self.feasible) if f], keep) if k]
+        ident = (id(cfg), tuple(id(t) for t in self.trials), tuple(t.state.name for t in self.trials))
+        hit = next((e for e in _EVALUATED if e[0] == ident), None)
+        if hit is None:
+            hit = (ident, self.trials, _read(cfg, self.trials), {}, cfg)
+            _EVALUATED.insert(0, hit)
+            del _EVALUATED[EVALUATED_KEPT:]
+        (known, self.params, self.keys, self.designs, self.feasible, self.violation, self.values, self.front,
+         self.front_params) = hit[2]
+        self.known = known | {param_key(p) for p in pending}
+        self.derived: dict = hit[3]           # what is learnt from these trials alone (``estimator``)
+
+    def estimator(self, cfg: Any, ridge: float, logistic: bool, memo: BoundMemo) -> Estimator:
+        """``Estimator(cfg, self, ridge, logistic, memo)``, learnt once for the same trials (it
+        reads the evaluated designs, not the pending ones: a knee batch's plan and its global
+        share fitted the same regressions twice)."""
+        got = self.derived.get(("estimator", ridge, logistic))
+        if got is None:
+            got = self.derived[("estimator", ridge, logistic)] = Estimator(cfg, self, ridge, logistic, memo)
+        return got
+
+
+# The trials' side of the last few ``Evaluated`` (a knee-phase batch read the same trials four
+# times: its plan, its global share, the verdict and the signature after it). An entry keeps its
+# trials and study (so their ids are not reused) and is read, never changed; what is learnt from
+# its trials (an estimator, the knee candidates) is kept beside it.
+_EVALUATED: list[tuple[Any, list, tuple, dict, Any]] = []
+EVALUATED_KEPT = 2
+
+
+def _read(cfg: Any, trials: list) -> tuple:
+    """What ``Evaluated`` reads of ``trials`` (its attributes but the pending designs')."""
+    known = {trial_key(t) if t.state.name in FINISHED else param_key(t.params) for t in trials}
+    done = [t for t in trials if t.state.name == "COMPLETE" and t.values is not None
+            and not t.user_attrs.get("screened") and "duplicate_of" not in t.user_attrs.get("dse", {})]
+    params = [dict(t.params) for t in done]
+    keys = [trial_key(t) for t in done]               # param_key of each
+    designs = [t.user_attrs.get("dse", {}).get("design") or cfg.design(t.params) for t in done]
+    feasible = np.array([bool(t.user_attrs.get("dse", {}).get("feasible"))
+                         and all(math.isfinite(v) for v in t.values) for t in done], dtype=bool)
+    violation = np.array([max(t.constraints.values(), default=0.0) for t in done], dtype=float)
+    values = np.array([t.values for t in done], dtype=float).reshape(len(done), len(cfg.objectives.objectives))
+    F = pareto.to_min(values[feasible], cfg.objectives.directions)
+    keep = pareto.nondominated(F) if len(F) else np.zeros(0, dtype=bool)
+    front_params = [p for p, k in zip([p for p, f in zip(params, feasible) if f], keep) if k]
+    return known, params, keys, designs, feasible, violation, values, F[keep], front_params
 
 
 def candidates(cfg: Any, ev: Evaluated, rng: np.random.Generator, n: int, mutants: float = 0.5,
@@ -139,7 +169,7 @@ def plan(cfg: Any, trials: Sequence, rng: np.random.Generator, k: int,
     idx = np.flatnonzero(ok)
     if not len(idx):
         return [draw.uniform(cfg.space, cfg.base_env(), rng) for _ in range(k)]
-    estimator = Estimator(cfg, ev, float(s["ridge"]), bool(s["logistic"]), memo)
+    estimator = ev.estimator(cfg, float(s["ridge"]), bool(s["logistic"]), memo)
     est, p_ok = estimator([cands[i] for i in idx], B[idx], H[idx])
     n_explore = min(len(idx), int(round(float(s["explore"]) * k)))
     picked = utility_picks(cfg, ev, [cands[i] for i in idx], est, p_ok, int(round(float(s["utility"]) * k)))

@@ -105,3 +105,20 @@ def test_three_workloads_with_a_summed_objective_take_the_columns_and_agree():
     estimate.bound_table.bound_arrays(cfg, designs, estimate.HINT_METRICS,
                                       lambda *a: calls.append(1) or estimate.bound_arrays_reference(*a))
     assert not calls
+
+
+def test_the_designs_are_validated_once_for_every_model():
+    """``valid_rows`` validates a design's knobs once, whatever the number of models (the catalog
+    study validated each design three times): per model, the verdict and values of
+    ``validate_flat`` with that model, invalid designs and a model the knob refuses included."""
+    from dse.search.propose.bound.columns import _per_model
+    from dse.spec.many import validate_flat
+    cfg = load_study(ROOT / "studies" / "catalog.toml")
+    designs = _designs(cfg, 11, 40)
+    for models in (cfg.models, (cfg.models[0], "no-such-model", cfg.models[1])):
+        got = _per_model(designs, models)
+        for m, (ok, values) in zip(models, got):
+            want_ok, want = validate_flat(designs, {"model": m})
+            assert (ok == want_ok).all() and list(values) == list(want)
+            assert all(values[k] == want[k] for k in want), m
+        assert not got[1][0].any() if "no-such-model" in models else got[1][0].any()

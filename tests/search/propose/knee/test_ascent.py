@@ -4,6 +4,7 @@ over the closed form's walls with the nearest repair, turns among the chains; de
 never proposing a design already evaluated."""
 from __future__ import annotations
 
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ from dse.search import load_study, run_study
 from dse.search.propose import sample
 from dse.search.propose.bound import BoundMemo
 from dse.search.propose.knee import Chains, knee_plan
-from dse.search.propose.knee.ascent import _by_knob, _turns
+from dse.search.propose.knee.ascent import _by_knob, _Queue, _turns
 from dse.search.propose.knee.exchange import _nearest_repairs, _walls
 from tests.studies.test_knee_phase import study
 
@@ -48,8 +49,26 @@ def test_the_nearest_admitted_repair_on_each_side_of_each_knob():
 def test_one_move_of_each_knob_first_and_turns_give_the_top_chain_every_other_slot():
     gain = np.array([0.1, 0.3, 0.2, 0.05])
     assert _by_knob(np.arange(4), gain, ["a", "a", "b", "b"]) == [1, 2, 0, 3]
-    assert _turns([[0, 1, 2, 3], [10, 11], [20]], 7) == [0, 10, 1, 20, 2, 3, 11]      # 0, 1, 0, 2, 0, then again
-    assert _turns([[], [10, 11]], 5) == [10, 11]
+    # turns 0, 1, 0, 2, 0, then again
+    assert list(islice(_turns([[0, 1, 2, 3], [10, 11], [20]]), 7)) == [0, 10, 1, 20, 2, 3, 11]
+    assert list(_turns([[], [10, 11]])) == [10, 11]
+
+
+def test_a_chain_with_one_turn_never_computes_its_two_knob_moves():
+    asked = []
+
+    def pairs(name):
+        def make():
+            asked.append(name)
+            return [name + "-pair"]
+        return make
+
+    queues = [_Queue(["t0", "t1", "t2"], pairs("top")), _Queue(["s0"], pairs("second")), _Queue(["u0"], pairs("third"))]
+    got = list(islice(_turns(queues), 4))             # top, second, top, third
+    assert got == ["t0", "s0", "top-pair", "u0"]
+    assert asked == ["top"]                           # the others had one turn: their pairs never asked
+    assert list(_turns([_Queue([], ["p0", "p1"])])) == ["p0", "p1"]     # singles exhausted: pairs alone
+    assert list(_turns([_Queue(["a"], pairs("b"))])) == ["a", "b-pair"]
 
 
 def _evaluated(tmp_path):
@@ -104,3 +123,23 @@ def test_chains_start_wide_and_narrow_to_knee_candidates_by_mid_phase():
     assert all(a >= b for a, b in zip(widths, widths[1:]))        # never widens again
     assert chains_now(cfg, ks, start + int(NARROW_AT * 500)) == 3  # narrowed by mid-phase
     assert widths[-1] == 3 and chains_now(cfg, ks, 0) == WIDE * 3  # before the phase: wide
+
+
+def test_the_lazy_moves_plan_what_every_move_made_at_once_plans(tmp_path, monkeypatch):
+    """The chains' two-knob moves and exchanges are made as the plan takes them (issue 48's plan
+    cost): the plan equals the one made with every queue whole and every wall asked at once."""
+    from dse.search.propose.knee import ascent, exchange
+    cfg, ev = _evaluated(tmp_path)
+    settings = {**sample.DEFAULTS, "pool": 200}
+    lazy = knee_plan(cfg, ev, np.random.default_rng(3), 24, settings, BoundMemo(), cfg.knee)
+
+    class Whole(ascent._Queue):                       # every move of the queue made first
+        def __init__(self, singles, pairs):
+            super().__init__(singles, pairs)
+            self.has(10 ** 6)
+    monkeypatch.setattr(ascent, "_Queue", Whole)
+    monkeypatch.setattr(exchange, "WALLS_AT_ONCE", 10 ** 6)
+    eager = knee_plan(cfg, ev, np.random.default_rng(3), 24, settings, BoundMemo(), cfg.knee)
+    monkeypatch.setattr(exchange, "WALLS_AT_ONCE", 1)
+    one_by_one = knee_plan(cfg, ev, np.random.default_rng(3), 24, settings, BoundMemo(), cfg.knee)
+    assert lazy == eager == one_by_one and len(lazy) == 24
