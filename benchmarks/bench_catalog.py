@@ -46,16 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "studies" / "catalog.toml"
 sys.path.insert(0, str(ROOT / "benchmarks"))
-
-
-def busy_evaluate(folder: str, design, models):
-    """``evaluate_design`` writing its (start, end) to ``folder/<pid>`` (the worker and the driver)."""
-    from dse.search.execute.evaluation import evaluate_design
-    t = time.perf_counter()
-    out = evaluate_design(design, models)
-    with open(os.path.join(folder, str(os.getpid())), "a") as f:
-        f.write(f"{t!r} {time.perf_counter()!r}\n")
-    return out
+from measure import busy_evaluate  # noqa: E402
 
 
 def one_run(seed: int, storage: str, jobs: int, trials: int | None, to_the_end: bool) -> dict:

@@ -1,4 +1,4 @@
-"""One helper the benchmarks share: a command run in a fresh process, measured."""
+"""Helpers the benchmarks share: a command run in a fresh process, measured; an evaluator that logs when it is busy."""
 from __future__ import annotations
 
 import os
@@ -18,3 +18,14 @@ def run_measured(args: list[str], env: dict[str, str], cwd=None) -> tuple[str, s
         fo.seek(0)
         fe.seek(0)
         return fo.read(), fe.read(), wall, usage, os.waitstatus_to_exitcode(status)
+
+
+def busy_evaluate(folder: str, design, models):
+    """``evaluate_design`` writing its (start, end) to ``folder/<pid>`` (in the workers and the
+    driver: the busy share of a run, per process)."""
+    from dse.search.execute.evaluation import evaluate_design
+    t = time.perf_counter()
+    out = evaluate_design(design, models)
+    with open(os.path.join(folder, str(os.getpid())), "a") as f:
+        f.write(f"{t!r} {time.perf_counter()!r}\n")
+    return out

@@ -197,22 +197,15 @@ def measure_plan() -> tuple[float, str]:
                f"evaluation, plan {acc['plan'] * 1e3 / s.new_trials:.1f} ms CPU per trial")
 
 
-def busy_evaluate(folder: str, design, models):
-    """``evaluate_design`` writing its (start, end) to ``folder/<pid>`` (runs in the workers)."""
-    from dse.search.execute.evaluation import evaluate_design
-    t = time.perf_counter()
-    out = evaluate_design(design, models)
-    with open(os.path.join(folder, str(os.getpid())), "a") as f:
-        f.write(f"{t!r} {time.perf_counter()!r}\n")
-    return out
-
-
 def measure_utilisation() -> tuple[float, str]:
     import dataclasses
 
     from dse.search.execute.evaluation import evaluate_design
     from dse.search.execute.runner import run_study
     from dse.search.study.study import load_study
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    from measure import busy_evaluate
     with tempfile.TemporaryDirectory(prefix="dse-smoke-") as d:
         cfg = load_study(STUDY, storage=f"sqlite:///{Path(d) / 'util.db'}")
         cfg = dataclasses.replace(cfg, sampler="random", sampler_settings={})

@@ -24,7 +24,7 @@ import numpy as np
 
 from dse.search.front import pareto
 from dse.search.storage import optuna_read
-from dse.search.storage.stored import OUTCOME_ATTR, constraint_keys, sampler_form
+from dse.search.storage.stored import OUTCOME_ATTR, constraint_keys, is_scored, sampler_form
 from dse.search.study.study import StudyConfig
 
 
@@ -217,7 +217,6 @@ def _twins(trials: list) -> dict[int, int]:
     infeasible, which ``stored.demote_repeats`` leaves alone (both are stored PRUNED already, and
     the dashboard lists neither). They read as repeats, so no design is counted twice. Screened
     trials (multi-fidelity: values are bounds) are neither firsts nor repeats."""
-    from dse.search.storage.stored import is_scored
     first: dict[str, int] = {}
     out = {}
     for t in sorted((t for t in trials if is_scored(t) and "design_key" in t.user_attrs

@@ -105,11 +105,17 @@ def _per_model(designs: Sequence[Mapping[str, Any]], models: Sequence[Any]) -> l
     if first is None or len(models) == 1:
         return [first]
     model = BY_NAME["model"]
+    try:
+        coerce(model, models[0])
+        shared = True
+    except ConfigError:                               # the first model refused: nothing to share
+        shared = False
     out = [first]
     for m in models[1:]:
         try:
+            if not shared:
+                raise ConfigError(m)
             v = coerce(model, m)
-            coerce(model, models[0])
         except ConfigError:                           # a model the knob refuses: as validate_flat words it
             out.append(validate_flat(designs, {"model": m}))
             continue

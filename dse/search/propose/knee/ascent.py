@@ -17,11 +17,13 @@ try first:
    the order of the architectures changes: independent starts, pooled in one run);
 2. **moves** of a head: every design one knob away from it (``knee_sweep.variants``: every
    legal value of every searched knob, the architecture keys included, so a chain may walk into
-   a neighbouring architecture); once every one of them is evaluated and none is better, the
-   head is a local optimum of the one-knob moves and its moves are the *pairs*: two of its
-   ``PAIR_PARENTS`` best one-knob neighbours' changes at once (a gain that needs two knobs to
-   move together, e.g. a faster clock and the area it costs, is out of reach of single moves);
-   once those are evaluated too and none is better, the head has *converged* (``Chains``);
+   a neighbouring architecture), and its two-knob moves (a gain that needs two knobs to move
+   together, e.g. a faster clock and the area it costs, is out of reach of single moves): the
+   *exchanges* (a one-knob move the closed form rejects at a wall, die area or a link load, with
+   another knob's nearest value that brings it back: ``dse.search.propose.knee.exchange``) and
+   the *additive pairs* (each knob's ``PAIR_VALUES`` best values with every other knob's),
+   ``PAIR_BUDGET`` of them at most. A chain takes its one-knob and two-knob moves in turn; once
+   every one of them is evaluated and none is better, the head has *converged* (``Chains``);
 3. **order**: each head's moves are estimated (``estimate.Estimator``: closed-form bounds times a
    learnt ratio, the log of the probability of being feasible added) and ranked by the estimated
    gain over the head's own estimate (a difference of two estimates: their common error cancels);
@@ -39,7 +41,7 @@ converged.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import islice
@@ -54,7 +56,6 @@ from dse.search.propose.knee import sweep as knee_sweep
 from dse.search.propose.knee.exchange import exchanges
 
 PAIR_VALUES = 3              # values of each knob (its best one-knob moves) paired with every other knob's
-PAIR_WANTED = 12             # one-knob moves of highest estimated utility, each paired with every repair
 PAIR_BUDGET = 48             # two-knob moves of a head, best estimated first
 PAIR_CHUNK = 2 * PAIR_BUDGET  # additive two-knob moves checked on the closed form at a time
 GLOBAL_SHARE = 1 / 8         # share of a knee-phase batch planned by the global (hypervolume) plan
@@ -74,6 +75,7 @@ class _Moves:
     keys: list                             # their ``BoundMemo.key``
     arrays: tuple | None                   # closed-form (B, ok, H) of the moves, then the parent
     walls: dict | None = None              # exchange candidates per wall step (``exchange.wall_candidates``)
+    wall_steps: list | None = None         # its one-knob moves one step beyond a wall (``exchange._walls``)
 
 
 @dataclass
@@ -128,16 +130,14 @@ class Chains:
         estimated gain over the head; moves the closed form proves infeasible (die area, a
         mapping, a closed-form link load: exact there) are left out. One-knob moves: the best of
         each knob first. Two-knob moves (only once the one-knob ones are exhausted, unless
-        ``pairs_too``): each of the ``PAIR_WANTED`` one-knob moves of highest estimated utility
-        (feasible or not: a faster clock the die's area cannot hold is wanted) with every
-        one-knob move of another knob (the repair: the area it frees), and the ``PAIR_VALUES``
-        best values of every knob with each other's; ``PAIR_BUDGET`` of them at most. With ``lazy``
+        ``pairs_too``): the exchanges along the closed form's walls and the additive pairs (module
+        docstring, step 2), interleaved, ``PAIR_BUDGET`` of them at most. With ``lazy``
         and one-knob moves left, the two-knob moves come as a function that computes them (most
         chains of a batch get a turn or two: their pairs, exchanges above all, are never asked)."""
         parent = self.ev.params[h.row]
         moves = self._moves(parent, memo)
         vs, ks, vkeys = moves.vs, moves.ks, moves.keys
-        desire, gain, ok = self._estimate(est, memo, parent, vs, moves.arrays)
+        desire, gain, ok = self._estimate(est, parent, vs, moves.arrays)
         known = np.array([k in self.ev.known for k in vkeys], dtype=bool)
         true = np.array([self.u.get(self.index.get(k, -1), -np.inf) - h.utility for k in vkeys])
         score = np.where(known, true, gain)
@@ -224,16 +224,17 @@ class Chains:
             memo.neighbours[pk] = got
         return got
 
-    def _estimate(self, est: Estimator | None, memo: BoundMemo, parent: Mapping[str, Any], moves: list,
-                  arrays: tuple | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _estimate(self, est: Estimator | None, parent: Mapping[str, Any], moves: list,
+                  arrays: tuple | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(desire, gain, ok) of ``moves`` over ``parent``: the estimated gain of knee utility
         ignoring the constraints, the estimated gain of utility plus the log of the estimated
         probability of being feasible (-inf where the closed form proves the move infeasible),
-        and whether the closed form admits the move."""
+        and whether the closed form admits the move; ``arrays``: the closed form's rows of the
+        moves, then the parent (``_moves``: None when there is no move)."""
         if not moves:
             return np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool)
         ps = list(moves) + [dict(parent)]
-        B, ok, H = arrays if arrays is not None else memo.arrays(self.cfg, [self.cfg.design(p) for p in ps])
+        B, ok, H = arrays
         if est is None:                                  # what is left, not in which order (the verdict)
             z = np.where(ok[:-1], 0.0, -np.inf)
             return np.zeros(len(moves)), z, ok[:-1]
@@ -286,7 +287,7 @@ def plan(cfg: Any, ev: Any, rng: np.random.Generator, k: int, settings: Mapping[
     if not chains.heads:
         return None
     est = ev.estimator(cfg, float(settings.get("ridge", 10.0)), bool(settings.get("logistic", False)), memo)
-    queues = [_Queue(singles, pairs) for _head, singles, pairs in chains.open_heads(est, memo)]
+    queues = [_interleave_lazily(iter(singles), pairs) for _head, singles, pairs in chains.open_heads(est, memo)]
     n_global = int(round(GLOBAL_SHARE * k))
     out, seen = [], set()
     for q in _turns(queues):
@@ -333,30 +334,6 @@ def _by_knob(rows: np.ndarray, gain: np.ndarray, knob: Sequence[str]) -> list[in
 _END = object()
 
 
-class _Queue:
-    """A head's moves in the order it tries them, one-knob and two-knob interleaved
-    (``_interleave_lazily``), made as they are asked: the two-knob moves (a list, or a function that
-    gives them, in order, as an iterable) are asked only when a move past the first is, and
-    then only as far as the queue is read."""
-
-    def __init__(self, singles: list, pairs: Any):
-        self.buf: list = []
-        self.it = _interleave_lazily(iter(singles), pairs)
-
-    def has(self, i: int) -> bool:
-        while len(self.buf) <= i:
-            x = next(self.it, _END)
-            if x is _END:
-                return False
-            self.buf.append(x)
-        return True
-
-    def __getitem__(self, i: int) -> Any:
-        if not self.has(i):
-            raise IndexError(i)
-        return self.buf[i]
-
-
 def _interleave_lazily(a: Iterator, b: Any) -> Iterator:
     """a[0], b[0], a[1], b[1], ... then the rest of the longer, item by item as they are taken;
     ``b`` may be a function that gives it, called when its first item is wanted."""
@@ -377,24 +354,23 @@ def _interleave_lazily(a: Iterator, b: Any) -> Iterator:
             return
 
 
-def _turns(queues: Sequence[Any]) -> Iterator[Any]:
+def _turns(queues: Sequence[Iterable[Any]]) -> Iterator[Any]:
     """The queues' items in turns top, second, top, third, ... (an empty queue's turn passes
-    on), as far as the caller takes them (a queue's item ``i`` is asked once ``i`` is its
-    turn: ``_Queue`` computes its two-knob moves only then)."""
+    on), as far as the caller takes them: a queue is read only when its turn comes (a chain's
+    ``_interleave_lazily`` queue computes its two-knob moves only then)."""
     if not queues:
         return
-    has = [(lambda i, q=q: q.has(i)) if isinstance(q, _Queue) else (lambda i, q=q: i < len(q)) for q in queues]
-    turns = [0] + [x for q in range(1, len(queues)) for x in (q, 0)] if len(queues) > 1 else [0]
-    pos = [0] * len(queues)
-    live = set(range(len(queues)))
+    its = [iter(q) for q in queues]
+    turns = [0] + [x for q in range(1, len(its)) for x in (q, 0)] if len(its) > 1 else [0]
+    live = set(range(len(its)))
     t = 0
     while live:
         q = turns[t % len(turns)]
         t += 1
         if q not in live:
             continue
-        if has[q](pos[q]):
-            yield queues[q][pos[q]]
-            pos[q] += 1
-        else:
+        x = next(its[q], _END)
+        if x is _END:
             live.discard(q)
+        else:
+            yield x

@@ -31,7 +31,9 @@ def exchanges(cfg: Any, base: Mapping[str, Any], parent: Mapping[str, Any], vs: 
     wall's candidates are asked of the closed form when its first repair's turn comes (a chain
     that takes three exchanges asks about three walls, not every one), and kept with the
     parent's moves (``moves.walls``) for the batches after."""
-    walls = _walls(parent, vs, ks, ok)
+    walls = moves.wall_steps if moves is not None and moves.wall_steps is not None else _walls(parent, vs, ks, ok)
+    if moves is not None:
+        moves.wall_steps = walls
     if not walls:
         return
     kept = moves.walls if moves is not None and moves.walls is not None else {}
@@ -104,11 +106,11 @@ def wall_candidates(cfg: Any, base: Mapping[str, Any], parent: Mapping[str, Any]
             if not o:
                 open_.append((i, k, side, at))
     found.sort(key=lambda f: f[0])
-    out = {}
-    for i in walls:
-        mine = [f for f in found if f[3] == i]
-        out[i] = ([f[1] for f in mine], [f[2] for f in mine], np.array([f[4] for f in mine], dtype=bool))
-    return out
+    per: dict[int, list] = {i: [] for i in walls}
+    for f in found:
+        per[f[3]].append(f)
+    return {i: ([f[1] for f in mine], [f[2] for f in mine], np.array([f[4] for f in mine], dtype=bool))
+            for i, mine in per.items()}
 
 
 def _finite_or_low(x: float) -> float:

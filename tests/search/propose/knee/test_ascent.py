@@ -13,7 +13,7 @@ from dse.search import load_study, run_study
 from dse.search.propose import sample
 from dse.search.propose.bound import BoundMemo
 from dse.search.propose.knee import Chains, knee_plan
-from dse.search.propose.knee.ascent import _by_knob, _Queue, _turns
+from dse.search.propose.knee.ascent import _by_knob, _interleave_lazily, _turns
 from dse.search.propose.knee.exchange import _nearest_repairs, _walls
 from tests.studies.test_knee_phase import study
 
@@ -63,12 +63,15 @@ def test_a_chain_with_one_turn_never_computes_its_two_knob_moves():
             return [name + "-pair"]
         return make
 
-    queues = [_Queue(["t0", "t1", "t2"], pairs("top")), _Queue(["s0"], pairs("second")), _Queue(["u0"], pairs("third"))]
+    def queue(singles, two_knob):
+        return _interleave_lazily(iter(singles), two_knob)
+
+    queues = [queue(["t0", "t1", "t2"], pairs("top")), queue(["s0"], pairs("second")), queue(["u0"], pairs("third"))]
     got = list(islice(_turns(queues), 4))             # top, second, top, third
     assert got == ["t0", "s0", "top-pair", "u0"]
     assert asked == ["top"]                           # the others had one turn: their pairs never asked
-    assert list(_turns([_Queue([], ["p0", "p1"])])) == ["p0", "p1"]     # singles exhausted: pairs alone
-    assert list(_turns([_Queue(["a"], pairs("b"))])) == ["a", "b-pair"]
+    assert list(_turns([queue([], ["p0", "p1"])])) == ["p0", "p1"]     # singles exhausted: pairs alone
+    assert list(_turns([queue(["a"], pairs("b"))])) == ["a", "b-pair"]
 
 
 def _evaluated(tmp_path):
@@ -133,11 +136,8 @@ def test_the_lazy_moves_plan_what_every_move_made_at_once_plans(tmp_path, monkey
     settings = {**sample.DEFAULTS, "pool": 200}
     lazy = knee_plan(cfg, ev, np.random.default_rng(3), 24, settings, BoundMemo(), cfg.knee)
 
-    class Whole(ascent._Queue):                       # every move of the queue made first
-        def __init__(self, singles, pairs):
-            super().__init__(singles, pairs)
-            self.has(10 ** 6)
-    monkeypatch.setattr(ascent, "_Queue", Whole)
+    lazily = ascent._interleave_lazily
+    monkeypatch.setattr(ascent, "_interleave_lazily", lambda a, b: iter(list(lazily(a, b))))   # every move made first
     monkeypatch.setattr(exchange, "WALLS_AT_ONCE", 10 ** 6)
     eager = knee_plan(cfg, ev, np.random.default_rng(3), 24, settings, BoundMemo(), cfg.knee)
     monkeypatch.setattr(exchange, "WALLS_AT_ONCE", 1)
