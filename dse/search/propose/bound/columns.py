@@ -105,23 +105,27 @@ def _per_model(designs: Sequence[Mapping[str, Any]], models: Sequence[Any]) -> l
     if first is None or len(models) == 1:
         return [first]
     model = BY_NAME["model"]
-    try:
-        coerce(model, models[0])
-        shared = True
-    except ConfigError:                               # the first model refused: nothing to share
-        shared = False
+    shared = _coerced(model, models[0]) is not _REFUSED     # the first model refused: nothing to share
     out = [first]
     for m in models[1:]:
-        try:
-            if not shared:
-                raise ConfigError(m)
-            v = coerce(model, m)
-        except ConfigError:                           # a model the knob refuses: as validate_flat words it
+        v = _coerced(model, m) if shared else _REFUSED
+        if v is _REFUSED:                             # a model the knob refuses: as validate_flat words it
             out.append(validate_flat(designs, {"model": m}))
             continue
         ok, values = first
         out.append((ok, {k: ([v] * len(designs) if k == "model" else col) for k, col in values.items()}))
     return out
+
+
+_REFUSED = object()
+
+
+def _coerced(knob: Any, value: Any) -> Any:
+    """``coerce(knob, value)``, or ``_REFUSED`` where the knob refuses the value."""
+    try:
+        return coerce(knob, value)
+    except ConfigError:
+        return _REFUSED
 
 
 def bound_columns(knobs: Mapping[str, list], n: int) -> dict[str, Column]:

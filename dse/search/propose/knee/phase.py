@@ -201,15 +201,12 @@ def signature(cfg: Any, trials: Sequence) -> list[list[Any]]:
 def candidates_attr(cfg: Any, trials: Sequence) -> dict[str, Any]:
     """The top knee candidates of ``trials`` for the study's user attributes (dashboards): per
     candidate its trial, architecture, objectives, score and margin; whether it is ambiguous."""
-    from dse.search.front import knee as kn
     from dse.search.propose import sample
     from dse.search.propose.knee import front as knee_moves
     ev = sample.Evaluated(cfg, trials)
-    F, params, designs = knee_moves.front_of(cfg, ev)
+    F, params, kc = knee_moves.knee_of(cfg, ev, cfg.knee.keys)
     if not len(F):
         return {"candidates": [], "ambiguous": False}
-    kc = kn.knee_candidates(F, knee_moves.full_designs(cfg, designs), cfg.knee.keys,
-                            rivals=knee_moves.rivals_of(cfg, ev))
     number = {sample.param_key(t.params): t.number for t in reversed(trials)}   # first trial of a design
     names = [o.name for o in cfg.objectives.objectives]
     out = [{"rank": i, "trial": number.get(sample.param_key(params[c.index])),
