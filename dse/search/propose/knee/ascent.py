@@ -42,7 +42,7 @@ converged.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from itertools import islice
 from typing import Any
@@ -76,6 +76,7 @@ class _Moves:
     arrays: tuple | None                   # closed-form (B, ok, H) of the moves, then the parent
     walls: dict | None = None              # exchange candidates per wall step (``exchange.wall_candidates``)
     wall_steps: list | None = None         # its one-knob moves one step beyond a wall (``exchange._walls``)
+    legal: dict = field(default_factory=dict)   # a steering pair (i, j) of ``vs``, legalised (``Chains._additive``)
 
 
 @dataclass
@@ -93,7 +94,7 @@ class Chains:
 
     def __init__(self, cfg: Any, ev: Any, keys: Sequence[str], chains: int, scale: kn.Scale | None = None,
                  memo: BoundMemo | None = None):
-        from dse.search.propose.knee.front import front_of, full_designs
+        from dse.search.propose.knee.front import front_of
         self.cfg, self.ev, self.keys = cfg, ev, tuple(keys)
         self.base, self.chains, self.memo = cfg.base_env(), chains, memo or BoundMemo()
         F, _, _ = front_of(cfg, ev)
@@ -104,8 +105,7 @@ class Chains:
         feas = np.flatnonzero(ev.feasible)
         u = self.scale.utility(pareto.to_min(ev.values[feas], cfg.objectives.directions))
         self.u = dict(zip(feas.tolist(), u.tolist()))
-        archs = full_designs(cfg, [ev.designs[i] for i in feas])
-        self.group = {int(i): tuple(_hashable(a.get(k)) for k in self.keys) for i, a in zip(feas, archs)}
+        self.group = _groups(cfg, ev, feas, self.keys, self.memo)
         self.index = {ev.keys[i]: int(i) for i in feas}
         seen: set[tuple] = set()
         slack = ev.violation[feas]                         # its tightest constraint (<= 0: feasible)
@@ -184,13 +184,17 @@ class Chains:
         steer = knee_sweep.steering(self.cfg.space)
         seen = {moves.parent_key, *moves.keys}
         made: dict[int, dict] = {}                   # steering pairs kept, by their rank in ``additive``
+        legal = moves.legal                          # a function of the parent's moves: kept with them
         for a, (i, j) in enumerate(additive):
             if ks[i] in steer or ks[j] in steer:
-                q = knee_sweep.legalise(self.cfg.space, self.base, {**vs[i], ks[j]: vs[j][ks[j]]})
-                key = BoundMemo.key(q)
+                got = legal.get((i, j))
+                if got is None:
+                    q = knee_sweep.legalise(self.cfg.space, self.base, {**vs[i], ks[j]: vs[j][ks[j]]})
+                    got = legal[(i, j)] = (q, BoundMemo.key(q))
+                q, key = got
                 if key not in seen and key not in self.ev.known:
                     seen.add(key)
-                    made[a] = q
+                    made[a] = dict(q)                # a copy: the legalised pair is kept
         ii, jj = np.array(additive).T
         r = np.nan_to_num(delta[ii] + delta[jj], nan=-np.inf)
         order = [int(a) for a in np.lexsort((np.arange(len(r)), -r)) if np.isfinite(r[a])]
@@ -274,6 +278,20 @@ class Chains:
         return out
 
 
+def _groups(cfg: Any, ev: Any, rows: np.ndarray, keys: tuple[str, ...], memo: BoundMemo) -> dict[int, tuple]:
+    """The architecture (``keys``' values, every default filled in) of each evaluated design at
+    ``rows`` of ``ev``, kept in ``memo`` by its parameters' key: a design's architecture is its
+    own, and each plan and verdict asked every feasible design's again (issue 48)."""
+    from dse.search.propose.knee.front import full_designs
+    kept = memo.archs
+    if len(kept) > memo.MAX_ROWS:
+        kept.clear()
+    miss = [int(i) for i in rows if (keys, ev.keys[i]) not in kept]
+    for i, a in zip(miss, full_designs(cfg, [ev.designs[i] for i in miss])):
+        kept[(keys, ev.keys[i])] = tuple(_hashable(a.get(k)) for k in keys)
+    return {int(i): kept[(keys, ev.keys[i])] for i in rows}
+
+
 def _hashable(v: Any) -> Any:
     return v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)
 
@@ -283,7 +301,7 @@ def plan(cfg: Any, ev: Any, rng: np.random.Generator, k: int, settings: Mapping[
     """The ``k`` parameter sets of a knee-phase batch (module docstring); None when the front is
     empty or every chain has converged and nothing else is left (the caller then plans a global
     batch)."""
-    chains = Chains(cfg, ev, knee_settings.keys, chains_now(cfg, knee_settings, len(ev.trials)))
+    chains = Chains(cfg, ev, knee_settings.keys, chains_now(cfg, knee_settings, len(ev.trials)), memo=memo)
     if not chains.heads:
         return None
     est = ev.estimator(cfg, float(settings.get("ridge", 10.0)), bool(settings.get("logistic", False)), memo)

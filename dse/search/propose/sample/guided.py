@@ -120,18 +120,43 @@ _EVALUATED: list[tuple[Any, list, tuple, dict, Any]] = []
 EVALUATED_KEPT = 2
 
 
+_TRIAL_ROWS: dict[int, tuple[Any, Any, tuple]] = {}   # id(trial) -> (trial, cfg, ``_row``)
+
+
+def _row(cfg: Any, t: Any) -> tuple:
+    """(its key, None or, for a design the plan learns from, (params, key, flat design, feasible,
+    worst constraint value, values)) of a trial; a finished trial's is kept (its record no longer
+    changes: each plan and verdict of a 1,440-trial study read every trial again, issue 48)."""
+    finished = t.state.name in FINISHED
+    if finished:
+        hit = _TRIAL_ROWS.get(id(t))
+        if hit is not None and hit[0] is t and hit[1] is cfg:
+            return hit[2]
+    attrs = t.user_attrs.get("dse", {})
+    use = (t.state.name == "COMPLETE" and t.values is not None and not t.user_attrs.get("screened")
+           and "duplicate_of" not in attrs)
+    key = trial_key(t) if finished else param_key(t.params)
+    row = (key, (dict(t.params), key, attrs.get("design") or cfg.design(t.params),
+                 bool(attrs.get("feasible")) and all(math.isfinite(v) for v in t.values),
+                 max(t.constraints.values(), default=0.0), tuple(t.values)) if use else None)
+    if finished:
+        if len(_TRIAL_ROWS) >= TRIAL_KEYS_KEPT:
+            _TRIAL_ROWS.clear()
+        _TRIAL_ROWS[id(t)] = (t, cfg, row)
+    return row
+
+
 def _read(cfg: Any, trials: list) -> tuple:
     """What ``Evaluated`` reads of ``trials`` (its attributes but the pending designs')."""
-    known = {trial_key(t) if t.state.name in FINISHED else param_key(t.params) for t in trials}
-    done = [t for t in trials if t.state.name == "COMPLETE" and t.values is not None
-            and not t.user_attrs.get("screened") and "duplicate_of" not in t.user_attrs.get("dse", {})]
-    params = [dict(t.params) for t in done]
-    keys = [trial_key(t) for t in done]               # param_key of each
-    designs = [t.user_attrs.get("dse", {}).get("design") or cfg.design(t.params) for t in done]
-    feasible = np.array([bool(t.user_attrs.get("dse", {}).get("feasible"))
-                         and all(math.isfinite(v) for v in t.values) for t in done], dtype=bool)
-    violation = np.array([max(t.constraints.values(), default=0.0) for t in done], dtype=float)
-    values = np.array([t.values for t in done], dtype=float).reshape(len(done), len(cfg.objectives.objectives))
+    rows = [_row(cfg, t) for t in trials]
+    known = {r[0] for r in rows}
+    done = [r[1] for r in rows if r[1] is not None]
+    params = [r[0] for r in done]
+    keys = [r[1] for r in done]                       # param_key of each
+    designs = [r[2] for r in done]
+    feasible = np.array([r[3] for r in done], dtype=bool)
+    violation = np.array([r[4] for r in done], dtype=float)
+    values = np.array([r[5] for r in done], dtype=float).reshape(len(done), len(cfg.objectives.objectives))
     F = pareto.to_min(values[feasible], cfg.objectives.directions)
     keep = pareto.nondominated(F) if len(F) else np.zeros(0, dtype=bool)
     front_params = [p for p, k in zip([p for p, f in zip(params, feasible) if f], keep) if k]
