@@ -253,7 +253,12 @@ def interior(rows: np.ndarray, N: np.ndarray) -> np.ndarray:
 def _group_keys(n: int, designs: Sequence[Mapping[str, Any]] | None, keys: Sequence[str]) -> list[tuple]:
     if designs is None or not keys:
         return [(i,) for i in range(n)]            # no grouping: each point its own architecture
-    return [tuple(_hashable(d.get(k)) for k in keys) for d in designs]
+    return [arch_key(d, keys) for d in designs]
+
+
+def arch_key(design: Mapping[str, Any], keys: Sequence[str]) -> tuple:
+    """A design's architecture: its values of ``keys``, each hashable (its repr otherwise)."""
+    return tuple(_hashable(design.get(k)) for k in keys)
 
 
 def _hashable(v: Any) -> Hashable:

@@ -143,7 +143,7 @@ def architectures(res, kc, n: int = 3) -> list[dict[str, Any]]:
     evaluated. A run refines the architecture it leads with far more than the others (on
     ``studies/full.toml`` 90-120 designs against 1-10, docs/guide/knees.md), so an architecture
     with few designs may score below what it could reach: its score is a floor."""
-    from dse.search.front.knee import _hashable
+    from dse.search.front.knee import arch_key
     from dse.search.propose.knee import full_designs
     recs = res.candidates()
     if not recs or not kc.keys:
@@ -151,7 +151,7 @@ def architectures(res, kc, n: int = 3) -> list[dict[str, Any]]:
     u = kc.scale.utility(res.F(recs))
     best: dict[tuple, list] = {}
     for r, a, ui in zip(recs, full_designs(res.cfg, [r.design for r in recs]), u):
-        g = tuple(_hashable(a.get(k)) for k in kc.keys)
+        g = arch_key(a, kc.keys)
         row = best.setdefault(g, [-np.inf, 0, None])
         row[1] += 1
         if ui > row[0]:

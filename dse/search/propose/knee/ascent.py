@@ -288,12 +288,8 @@ def _groups(cfg: Any, ev: Any, rows: np.ndarray, keys: tuple[str, ...], memo: Bo
         kept.clear()
     miss = [int(i) for i in rows if (keys, ev.keys[i]) not in kept]
     for i, a in zip(miss, full_designs(cfg, [ev.designs[i] for i in miss])):
-        kept[(keys, ev.keys[i])] = tuple(_hashable(a.get(k)) for k in keys)
+        kept[(keys, ev.keys[i])] = kn.arch_key(a, keys)
     return {int(i): kept[(keys, ev.keys[i])] for i in rows}
-
-
-def _hashable(v: Any) -> Any:
-    return v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)
 
 
 def plan(cfg: Any, ev: Any, rng: np.random.Generator, k: int, settings: Mapping[str, Any], memo: BoundMemo,

@@ -119,11 +119,6 @@ def _arch(a: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in a.items())
 
 
-def hashable(v: Any) -> Any:
-    """A knob value as a dictionary key (its repr when not a plain scalar)."""
-    return v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)
-
-
 def trials_verdict(cfg: Any, trials: Sequence) -> Verdict:
     """The verdict of a study's finished trials (optuna ``FrozenTrial``s as the sampler was told
     them, or records read back: anything ``sample.Evaluated`` reads): what ``dse run`` records

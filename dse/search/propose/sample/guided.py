@@ -66,23 +66,8 @@ def param_key(params: Mapping[str, Any]) -> tuple:
     return BoundMemo.key(params)
 
 
-_TRIAL_KEYS: dict[int, tuple[Any, tuple]] = {}    # id(trial) -> (trial, param_key of its params)
-TRIAL_KEYS_KEPT = 50_000
+TRIAL_ROWS_KEPT = 50_000                           # finished trials whose rows ``_row`` keeps
 FINISHED = ("COMPLETE", "PRUNED", "FAIL")          # states whose parameters are final
-
-
-def trial_key(t: Any) -> tuple:
-    """``param_key`` of a finished trial's parameters, kept per trial object (a finished trial's
-    parameters do not change; each plan of a 1,440-trial study asked them all again: 2-3 % of
-    the catalog study's driver)."""
-    hit = _TRIAL_KEYS.get(id(t))
-    if hit is not None and hit[0] is t:
-        return hit[1]
-    k = param_key(t.params)
-    if len(_TRIAL_KEYS) >= TRIAL_KEYS_KEPT:
-        _TRIAL_KEYS.clear()
-    _TRIAL_KEYS[id(t)] = (t, k)
-    return k
 
 
 class Evaluated:
@@ -124,9 +109,10 @@ _TRIAL_ROWS: dict[int, tuple[Any, Any, tuple]] = {}   # id(trial) -> (trial, cfg
 
 
 def _row(cfg: Any, t: Any) -> tuple:
-    """(its key, None or, for a design the plan learns from, (params, key, flat design, feasible,
-    worst constraint value, values)) of a trial; a finished trial's is kept (its record no longer
-    changes: each plan and verdict of a 1,440-trial study read every trial again, issue 48)."""
+    """(its ``param_key``, None or, for a design the plan learns from, (params, key, flat design,
+    feasible, worst constraint value, values)) of a trial; a finished trial's is kept per trial
+    object (its record no longer changes: each plan and verdict of a 1,440-trial study read every
+    trial again, its parameters' key too: 2-3 % of the catalog study's driver, issue 48)."""
     finished = t.state.name in FINISHED
     if finished:
         hit = _TRIAL_ROWS.get(id(t))
@@ -135,12 +121,12 @@ def _row(cfg: Any, t: Any) -> tuple:
     attrs = t.user_attrs.get("dse", {})
     use = (t.state.name == "COMPLETE" and t.values is not None and not t.user_attrs.get("screened")
            and "duplicate_of" not in attrs)
-    key = trial_key(t) if finished else param_key(t.params)
+    key = param_key(t.params)
     row = (key, (dict(t.params), key, attrs.get("design") or cfg.design(t.params),
                  bool(attrs.get("feasible")) and all(math.isfinite(v) for v in t.values),
                  max(t.constraints.values(), default=0.0), tuple(t.values)) if use else None)
     if finished:
-        if len(_TRIAL_ROWS) >= TRIAL_KEYS_KEPT:
+        if len(_TRIAL_ROWS) >= TRIAL_ROWS_KEPT:
             _TRIAL_ROWS.clear()
         _TRIAL_ROWS[id(t)] = (t, cfg, row)
     return row

@@ -97,11 +97,11 @@ def test_chains_head_each_architecture_with_its_best_design(tmp_path):
 
 
 def test_a_chains_architectures_kept_in_the_memo_are_those_of_its_designs(tmp_path):
-    from dse.search.propose.knee.ascent import _hashable
+    from dse.search.front.knee import arch_key
     from dse.search.propose.knee.front import full_designs
     cfg, ev = _evaluated(tmp_path)
     feas = np.flatnonzero(ev.feasible)
-    direct = {int(i): tuple(_hashable(a.get(k)) for k in cfg.knee.keys)
+    direct = {int(i): arch_key(a, cfg.knee.keys)
               for i, a in zip(feas, full_designs(cfg, [ev.designs[i] for i in feas]))}
     memo = BoundMemo()
     half = Chains(cfg, ev, cfg.knee.keys, 3, memo=memo).group   # every design's, then kept
@@ -110,7 +110,7 @@ def test_a_chains_architectures_kept_in_the_memo_are_those_of_its_designs(tmp_pa
     assert Chains(cfg, ev, cfg.knee.keys, 3, memo=memo).group == direct
     other = ("core_side", "tile_width")                 # other knee keys: other architectures, not the kept ones
     assert set(Chains(cfg, ev, other, 3, memo=memo).group.values()) == {
-        tuple(_hashable(a.get(k)) for k in other) for a in full_designs(cfg, [ev.designs[i] for i in feas])}
+        arch_key(a, other) for a in full_designs(cfg, [ev.designs[i] for i in feas])}
 
 
 def test_the_plan_is_deterministic_and_never_repeats_a_design(tmp_path):
