@@ -25,11 +25,25 @@ def test_front_columns_sort_and_width(quickstart_study, capsys):
     assert powers == sorted(powers, reverse=True)
     assert "hypervolume reference:" in out
     assert max(len(ln) for ln in lines if not ln.startswith(("*", "hypervolume", "objectives"))) <= 100
-    assert main(["front", *quickstart_study, "--all"]) == 0
-    out = capsys.readouterr().out
-    assert "reason" in out and "die area" in out
     assert main(["front", *quickstart_study, "--columns", "pool_powr"]) == 2
     assert "did you mean 'pool_power_w'" in capsys.readouterr().err
+
+
+def test_front_all_shows_why_a_trial_is_infeasible(tmp_path, capsys):
+    # the shipped quickstart's guided sampler screens infeasible designs out: TPE draws some
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "studies" / "quickstart.toml").read_text()
+    assert '[sampler]\nname = "guided"' in text
+    study = tmp_path / "qs-tpe.toml"
+    study.write_text(text.replace('[sampler]\nname = "guided"', '[sampler]\nname = "tpe"').replace(
+        '"../spaces/', f'"{root}/spaces/').replace('"../objectives/', f'"{root}/objectives/'))
+    url = f"sqlite:///{tmp_path / 'qs.db'}"
+    assert main(["run", str(study), "--storage", url, "--trials", "24", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["front", str(study), "--storage", url, "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "reason" in out and "die area" in out
 
 
 def test_hints_repeat_path_and_flags(tmp_path, capsys):
