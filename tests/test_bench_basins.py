@@ -46,7 +46,8 @@ def test_the_hybrids_are_every_subset_moved_and_match_one_by_one_evaluations():
     assert differ == ["core_mesh_link_bits", "core_side", "macro_mhz"]
     assert sorted(got, key=lambda s: (len(s), s)) == [
         ("core_mesh_link_bits",), ("core_side",), ("macro_mhz",), ("core_mesh_link_bits", "core_side"),
-        ("core_mesh_link_bits", "macro_mhz"), ("core_side", "macro_mhz"), ("core_mesh_link_bits", "core_side", "macro_mhz")]
+        ("core_mesh_link_bits", "macro_mhz"), ("core_side", "macro_mhz"),
+        ("core_mesh_link_bits", "core_side", "macro_mhz")]
     assert got[("macro_mhz",)] == _evaluate(cfg, {**a, "macro_mhz": 300.0})
     assert got[("core_mesh_link_bits", "core_side", "macro_mhz")] == _evaluate(cfg, b)
     assert got[("core_mesh_link_bits",)] == _evaluate(cfg, {**a, "core_mesh_link_bits": 256})
