@@ -248,8 +248,10 @@ def test_server_down_beyond_the_retry_budget_then_resume(server, tmp_path):
             server.start()
         # The outage must hit a running study. On a loaded machine the first worker may finish the
         # grid while the other two start (CI at d0166db: every worker exited 0, the study complete
-        # before the server went down): then set up again, on a study of its own.
-        ended = all(rc == 0 for rc, _ in results) and sum(is_scored(t) for t in trials(server.url, name)) >= target
+        # before the server went down), or the workers may score the last trial just before it goes
+        # down and meet the outage on their way out (CI at fb90571: every worker exited 3, all 300
+        # trials scored): either way no trial was cut off, so set up again, on a study of its own.
+        ended = sum(is_scored(t) for t in trials(server.url, name)) >= target
         if not ended:
             break
     else:
