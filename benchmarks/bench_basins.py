@@ -9,10 +9,10 @@ maximised objectives inverted: ``bench_catalog.py``'s score), and the best desig
 architecture* (``[search] knee_keys``) in every run given pooled (the seeds and the reference run).
 Every subset of the knobs in which the two differ is moved to the pooled design's values and
 evaluated on the trace as the study evaluates a trial (``evaluate_design``, scored by the study's
-objectives and constraints; all subsets up to ``--exact-max`` knobs apart, else subsets of up to
-three knobs and all of them). Per seed the table prints the knobs apart, the gap in knee score,
-the best gain of a feasible hybrid moving one, two and three knobs, and the fewest knobs that
-close half the gap.
+objectives and constraints; a hybrid that is no design counts as infeasible; all subsets up to
+``--exact-max`` knobs apart, else subsets of up to three knobs and all of them). Per seed the table
+prints the knobs apart, the gap in knee score, the best gain of a feasible hybrid moving one, two
+and three knobs, and the fewest knobs that close half the gap.
 
 What it tells (issue 48): when no single knob moved towards the pooled design improves the run's
 knee and the gap closes only with many knobs at once, the run ended in another basin of the
@@ -54,6 +54,7 @@ def best_by_architecture(records: list, keys: tuple[str, ...], directions: tuple
 def hybrids(cfg: Any, a: dict, b: dict, exact_max: int) -> tuple[list[str], dict[tuple, float | None]]:
     """(knobs in which ``a`` and ``b`` differ, {subset moved to ``b``'s values: knee score or None
     where infeasible}) over the subsets of the module docstring."""
+    from dse.errors import ConfigError
     from dse.search.execute.evaluation import evaluate_design
     from dse.search.space.objectives import score
     differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
@@ -64,7 +65,11 @@ def hybrids(cfg: Any, a: dict, b: dict, exact_max: int) -> tuple[list[str], dict
     for r in sizes:
         for sub in itertools.combinations(differ, r):
             q = {k: v for k, v in {**a, **{k: b.get(k) for k in sub}}.items() if v is not None}
-            sc = score(evaluate_design(cfg.design(q), cfg.models), cfg.objectives)
+            try:
+                sc = score(evaluate_design(cfg.design(q), cfg.models), cfg.objectives)
+            except (ConfigError, ValueError):      # a hybrid that is no design (a knob's bound broken)
+                out[sub] = None
+                continue
             out[sub] = knee_score(sc.values, dirs) if sc.feasible else None
     return differ, out
 
