@@ -75,12 +75,16 @@ def fit_columns(rows: Sequence[Sequence[Any]], headers: Sequence[str], max_width
 
 
 def terminal_width(default: int = 100) -> int:
-    """Columns of the terminal on stdout, or ``default`` when stdout is not a terminal."""
+    """Columns of the terminal on stdout, else ``COLUMNS``, else ``default``; at least 40 (a
+    terminal that reports no size, 0 columns under ``script`` or some ``docker exec -t``
+    sessions, falls through to ``COLUMNS``)."""
     import os
     import sys
     try:
         if sys.stdout.isatty():
-            return os.get_terminal_size(sys.stdout.fileno()).columns
+            cols = os.get_terminal_size(sys.stdout.fileno()).columns
+            if cols > 0:
+                return max(40, cols)
     except (OSError, ValueError, AttributeError):
         pass
     try:

@@ -33,6 +33,14 @@ COMMAND_MODULES = (
 )
 
 
+EPILOG = """\
+Run `dse COMMAND --help` for a command's arguments.
+Documentation: the repository's docs/ folder (a mkdocs site, see README.md):
+  docs/getting-started.md  a first study, step by step
+  docs/guide/*.md          the user guide: studies.md, fronts.md, errors.md, ...
+"""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2, like every other user error
         sub = self.prog.removeprefix("dse").strip()
@@ -41,7 +49,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from dse.version import __version__
-    parser = _Parser(prog="dse", description="Design-space exploration for resident near-memory MoE FFN pools.")
+    parser = _Parser(prog="dse", description="Design-space exploration for resident near-memory MoE FFN pools.",
+                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"rexpert-dse {__version__}")
     parser.add_argument("--catalog", metavar="FILE", action="append", default=[],
                         help="extra model catalog TOML (repeatable; also DSE_CATALOG)")

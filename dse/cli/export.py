@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from dse.cli.run import _int_arg, add_study_args, study_from_args
 
@@ -35,4 +36,7 @@ def run(args: argparse.Namespace) -> int:
     path = write_design(res, r, args.output, args.workload)
     what = "knee, trial" if args.knee else "trial"
     print(f"wrote {path} ({what} {r.number}); re-evaluate with `dse evaluate {path}`")
+    if not r.feasible:
+        print(f"dse: warning: trial {r.number} is infeasible in study {res.cfg.name!r}"
+              f"{': ' + r.reason if r.reason else ''} (the file's [provenance] feasible = false)", file=sys.stderr)
     return 0

@@ -8,7 +8,7 @@ import io
 import sys
 import textwrap
 
-from dse.cli.run import _int_arg, study_from_args
+from dse.cli.run import MODEL_HELP, SEED_HELP, _int_arg, study_from_args
 from dse.cli.run import add_study_args as _study_args
 from dse.errors import ConfigError
 from dse.report import dumps, fit_columns, fmt, table, terminal_width
@@ -61,8 +61,8 @@ def add_study_args(p: argparse.ArgumentParser, pooled: bool = False) -> None:
                    help="optuna storage URL (default: $DSE_STORAGE, else SQLite under results/ beside the study "
                         "file); repeat it to pool the runs of the study in several storages into one front and one "
                         "knee")
-    p.add_argument("--model", help="the study on this catalog model only (a sibling study)")
-    p.add_argument("--seed", type=_int_arg, help="seed override (a sibling study)")
+    p.add_argument("--model", metavar="NAME", help=MODEL_HELP)
+    p.add_argument("--seed", type=_int_arg, metavar="S", help=SEED_HELP)
 
 
 def load(args: argparse.Namespace):
@@ -74,6 +74,7 @@ def load(args: argparse.Namespace):
     from dse.search.study.results import load_results
     urls = args.storage or [u for u in [storage_url(None)] if u]
     args.storage = urls[0] if len(urls) == 1 else None
+    check_candidates(getattr(args, "candidates", 3))
     cfg = study_from_args(args)
     if len(urls) <= 1:
         return cfg, load_results(cfg), None
@@ -155,6 +156,19 @@ def reference_of(res, spec: str | None):
     from dse.search.review import reference as rf
     ep = rf.reference_endpoint(res.cfg, spec)
     return rf.reference_json(res, ep, rf.evaluate_as_study(res.cfg, ep.design))
+
+
+def settle_hint(ref_args: str, finished: int) -> str:
+    """What to do when the knee is not settled: twice the trials (on the catalog study that refined the
+    knee on 15 of 20 seeds: benchmarks/HISTORY.md), or several seeds pooled."""
+    return (f"to settle the knee: run more trials (`dse run {ref_args} --trials {2 * max(1, finished)}` resumes it "
+            f"to twice the trials it has) or pool several seeds (`dse front ... --storage S1 --storage S2`)")
+
+
+def check_candidates(n: int) -> None:
+    """``--candidates N``: a positive count (``dse front`` and ``dse report``)."""
+    if n < 1:
+        raise ConfigError(f"--candidates {n}: must be a positive number of knee candidates")
 
 
 def _print_candidates(args, res, front, kc, agree) -> None:
@@ -308,8 +322,7 @@ def _print_text(args, res, headers, rows, front, knee, hv, ref, moved, robust) -
     for w in study_walls(res, front):
         print(textwrap.fill(f"at a bound: {w.sentence()}", width=width, subsequent_indent="  "))
     if moved["verdict"] == "not settled":      # the verdict itself is the last line of the candidates
-        print(f"to settle the knee: run more trials (`dse run {ref_args} --trials N`) or pool several seeds "
-              f"(`dse front ... --storage S1 --storage S2`)", file=sys.stderr)
+        print(settle_hint(ref_args, len(res.complete)), file=sys.stderr)
     if robust is not None:
         _print_robust(res, robust)
 

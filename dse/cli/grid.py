@@ -39,6 +39,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dse.cli.filekind import refuse
     from dse.errors import ConfigError
     from dse.search.grid.grid import check_objectives
     from dse.search.grid.grid_output import ParquetSink, front_json
@@ -46,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     from dse.search.space.objectives import load_objectives, objectives_from_dict
     from dse.search.space.space_file import load_space
     from dse.spec import DesignPoint
+    refuse(args.space, "space", "grid")
+    if args.objectives:
+        refuse(args.objectives, "objectives", "grid --objectives")
     space = load_space(args.space)
     objset = load_objectives(args.objectives) if args.objectives else \
         objectives_from_dict(DEFAULT_OBJECTIVES, source="default objectives")

@@ -18,8 +18,10 @@ def register(sub) -> None:
                                    "reasons, knee confidence (--robust) and the model version with its "
                                    "`dse reproduce` summary. HTML embeds its figures and needs no network.")
     add_study_args(p, pooled=True)
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="report file (.html or .md)")
-    p.add_argument("--format", choices=("html", "md"), help="default: from the -o extension, else html")
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="report file (.html or .md; another extension needs --format)")
+    p.add_argument("--format", choices=("html", "md"),
+                   help="default: from the -o extension (.html, .htm, .md, .markdown)")
     p.add_argument("--columns", metavar="A,B,...", help="columns of the front table (default: objectives and "
                                                         "the knobs that vary on the front)")
     p.add_argument("--sort", metavar="NAME", help="sort the front table by this column (--sort=-NAME: descending)")
@@ -42,11 +44,11 @@ def run(args: argparse.Namespace) -> int:
     from dse.cli.front import check_columns
     from dse.viz.report import build_report
     from dse.viz.report_render import to_html, to_markdown
+    out = Path(args.output)
+    fmt = args.format or report_format(out)
     cfg, res, merged = load(args)
     if merged is not None and args.robust is not None:
         raise ConfigError("--robust: re-evaluate one run (one --storage), not pooled runs")
-    out = Path(args.output)
-    fmt = args.format or ("md" if out.suffix.lower() in (".md", ".markdown") else "html")
     robust = None
     if args.robust is not None:
         if args.robust < 1:
@@ -94,6 +96,20 @@ def run(args: argparse.Namespace) -> int:
     extra = f" and {len(written) - 1} figures beside it" if len(written) > 1 else ""
     print(f"wrote {out} ({len(sections)} sections{extra})")
     return 0
+
+
+FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md"}
+
+
+def report_format(out: Path) -> str:
+    """The report's format from the ``-o`` file's extension (one of ``FORMATS``); any other
+    extension is refused (a ``report.pdf`` written as HTML would mislead), unless ``--format``
+    says which."""
+    fmt = FORMATS.get(out.suffix.lower())
+    if fmt is None:
+        raise ConfigError(f"-o {out}: unknown report extension {out.suffix or '(none)'!r} "
+                          f"(allowed: {', '.join(FORMATS)}; or name the format with --format html|md)")
+    return fmt
 
 
 def _reference(args: argparse.Namespace, res):

@@ -15,6 +15,12 @@ from collections.abc import Callable
 from dse.errors import ConfigError
 from dse.report import dumps, fmt, terminal_width
 
+# --model / --seed derive a study of their own (``StudyConfig.with_overrides``): same space, objectives
+# and storage, a name that carries the override, so every command given the same flags meets it.
+MODEL_HELP = ("the study on this catalog model only: a separate study named STUDY[model=NAME], with the same "
+              "space and objectives, kept in the same storage beside the original")
+SEED_HELP = "seed override: likewise a separate study, named STUDY[seed=S], in the same storage"
+
 
 def add_study_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("study", help="study TOML (studies/*.toml)")
@@ -22,13 +28,17 @@ def add_study_args(p: argparse.ArgumentParser) -> None:
                    help="optuna storage URL (default: $DSE_STORAGE, else the study file's, else SQLite under "
                         "results/ beside the study file); keep passwords off the command line: DSE_STORAGE, "
                         "PGPASSWORD, ~/.pgpass")
-    p.add_argument("--model", help="run the study on this catalog model only (a sibling study)")
-    p.add_argument("--seed", type=_int_arg, help="seed override (a sibling study)")
+    p.add_argument("--model", metavar="NAME", help=MODEL_HELP)
+    p.add_argument("--seed", type=_int_arg, metavar="S", help=SEED_HELP)
 
 
 def study_from_args(args: argparse.Namespace, *, trials: int | None = None):
+    """The study the arguments address; a file that clearly is no study (a design, space, objectives
+    or catalog file) is refused in one line naming what it is and the command that takes it."""
     from dse.cli.credentials import storage_url
+    from dse.cli.filekind import refuse
     from dse.search.study.study import load_study
+    refuse(args.study, "study", getattr(args, "command", None) or "run")
     return load_study(args.study, model=args.model, seed=args.seed, trials=trials, storage=storage_url(args.storage))
 
 
@@ -42,7 +52,10 @@ def _int_arg(text: str) -> int:
 def register(sub) -> None:
     p = sub.add_parser("run", help="run or resume a design-space study (optuna, multi-objective)",
                        description="Run a study until it has its target number of finished trials; "
-                                   "re-running the same command resumes it.")
+                                   "re-running the same command resumes it.",
+                       epilog="The study file format ([study], [sampler], [search], [workload], [base]): "
+                              "docs/guide/studies.md; its space and objectives files: docs/guide/spaces.md, "
+                              "docs/guide/objectives.md.")
     add_study_args(p)
     p.add_argument("--trials", type=_int_arg, help="target number of finished trials (default: the study's)")
     p.add_argument("--jobs", "-j", type=_int_arg, default=1,
@@ -88,8 +101,9 @@ def run(args: argparse.Namespace) -> int:
         out = {**s.fields(), **knee}
         print(dumps(out))
         return 0
-    print(f"study {s.study}: {s.complete}/{s.target} trials finished ({s.new_trials} this run: "
-          f"{s.evaluations} evaluated, {s.duplicates} repeated designs answered from the cache"
+    count = finished(s.complete, s.target, "trials finished", s.new_trials)
+    print(f"study {s.study}: {count} ({s.new_trials} this run: {s.evaluations} evaluated, {s.duplicates} "
+          f"repeated designs answered from the cache"
           f"{f', {s.screened} screened by the closed-form bound' if s.screened else ''}), "
           f"{s.feasible} feasible, {s.elapsed_s:.1f} s")
     if s.exhausted:
@@ -195,6 +209,15 @@ def _knee_summary(cfg, res=None) -> dict:
             "knee_settled": settled["settled"], "knee_verdict": settled["verdict"],
             "knee_settled_reason": settled["reason"],
             "at_bounds": [w.to_json() for w in study_walls(res)]}
+
+
+def finished(complete: int, target: int, what: str, new: int = 0) -> str:
+    """``86/160 trials finished``; beyond the target (``--trials 10`` on a study of 30), not ``30/10``
+    but ``30 trials finished, target 10 already met`` (``new``: trials this process added; with some,
+    ``beyond the target of 10``)."""
+    if complete <= target:
+        return f"{complete}/{target} {what}"
+    return f"{complete} {what}, " + (f"beyond the target of {target}" if new else f"target {target} already met")
 
 
 def next_commands(ref: str) -> list[str]:

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
     from dse.cli.credentials import warn_password_on_command_line
     from dse.cli.jobs import bounded_jobs
-    from dse.cli.run import study_from_args
+    from dse.cli.run import finished, study_from_args
     from dse.distributed.opening import check_heartbeat
     from dse.distributed.worker import run_worker
     warn_password_on_command_line(args.storage, "worker")
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
               f"{s.surplus} beyond the target, {s.requeued} re-queued from dead workers"
               f"{demoted}"
               f") in {s.elapsed_s:.1f} s; "
-              f"study {s.study}: {s.complete}/{s.target} complete")
+              f"study {s.study}: {finished(s.complete, s.target, 'complete', s.evaluated)}")
         print(f"storage: {s.storage}")
     if s.signum is not None:
         print(f"dse worker: stopped by signal {s.signum}; the in-flight batch was recorded", file=sys.stderr)

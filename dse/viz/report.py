@@ -187,8 +187,9 @@ def breakdown_section(res) -> Section:
     rows = [[panel] + [fmt(v) for _, v in vals] + [fmt(sum(v for _, v in vals))] for panel, vals in parts.items()]
     heads = [""] + [lab for lab, _ in next(iter(parts.values()))] + ["total"]
     return Section("breakdown", "Knee breakdown: area, power, energy", [
-        f"Per die on workload {model}; energy per token is the pool's, split by each component's share of "
-        "die power.", Table(heads, rows, "breakdown-table"),
+        f"Per die on workload {model}; energy per token is the pool's (pool power x the scheduled time per "
+        "token where the design was scheduled on a trace, else the closed form's), split by each component's "
+        "share of die power.", Table(heads, rows, "breakdown-table"),
         Figure("breakdown", rf.png_bytes(rf.breakdown_figure(designs)), "component breakdown")])
 
 

@@ -83,3 +83,20 @@ def test_export_all_trials_table(study, tmp_path):
         assert {"p.array_depth", "o.pool_power_w", "m.t_layer_us", "feasible", "reason"} <= set(df.columns)
         infeasible = df[~df["feasible"].astype(bool)]
         assert (infeasible["reason"].str.len() > 0).all()
+
+
+def test_export_of_an_infeasible_trial_says_so(study, tmp_path):
+    # the file's [metrics] come from the model alone (feasible = it maps); the study's own verdict
+    # is in [provenance], and the message said nothing of it
+    out = tmp_path / "trials.csv"
+    assert dse("export", str(study), "--all", "-o", str(out)).returncode == 0
+    df = pd.read_csv(out)
+    bad = df[~df["feasible"].astype(bool)].iloc[0]
+    good = df[df["feasible"].astype(bool)].iloc[0]
+    r = dse("export", str(study), "--trial", str(int(bad["trial"])), "-o", str(tmp_path / "bad.toml"))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == (f"dse: warning: trial {int(bad['trial'])} is infeasible in study 'st': {bad['reason']} "
+                        f"(the file's [provenance] feasible = false)\n")
+    assert tomllib.loads((tmp_path / "bad.toml").read_text())["provenance"]["feasible"] is False
+    r = dse("export", str(study), "--trial", str(int(good["trial"])), "-o", str(tmp_path / "good.toml"))
+    assert r.returncode == 0 and r.stderr == ""

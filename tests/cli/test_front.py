@@ -219,3 +219,43 @@ def test_front_reports_the_knobs_at_a_bound(which, request, capsys):
     assert out.count("at a bound: ") == len(expect)
     for w in d["at_bounds"]:
         assert f"{w['knob']} = " in out
+
+def test_a_terminal_of_no_width_falls_back_to_columns(quickstart_study, capsys, monkeypatch):
+    # under `script` or some `docker exec -t` sessions the terminal reports 0 columns: `dse run` and
+    # `dse front` died in textwrap ("invalid width 0") after the results were saved
+    import io
+    import os
+
+    from dse.report import terminal_width
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+        def fileno(self):
+            return 1
+
+    monkeypatch.setattr(os, "get_terminal_size", lambda fd=None: os.terminal_size((0, 0)))
+    monkeypatch.setattr("sys.stdout", Tty())
+    monkeypatch.setenv("COLUMNS", "88")
+    assert terminal_width() == 88
+    monkeypatch.delenv("COLUMNS")
+    assert terminal_width() == 100
+    assert main(["front", *quickstart_study]) == 0
+    import sys
+    assert "knee candidates" in sys.stdout.getvalue()
+
+
+def test_a_knee_not_settled_names_the_trials_to_run(tmp_path):
+    # "--trials N" left the user to guess N: twice the finished trials (HISTORY: twice the trials
+    # refined the catalog study's knee on 15 of 20 seeds)
+    from pathlib import Path
+
+    from tests.fixtures import run_dse
+    study = str(Path(__file__).resolve().parents[2] / "studies" / "quickstart.toml")
+    url = f"sqlite:///{tmp_path / 'ten.db'}"
+    assert run_dse("run", study, "--storage", url, "--trials", "10", "--no-progress").returncode == 0
+    r = run_dse("front", study, "--storage", url)
+    assert r.returncode == 0 and "knee not settled" in r.stdout
+    assert "to settle the knee: run more trials (`dse run " in r.stderr
+    assert f"quickstart.toml --storage {url} --trials 20` resumes it to twice the trials it has)" in r.stderr

@@ -94,6 +94,7 @@ _V_DB = ("--storage", "{tmp}/v.db")          # a finished run of _VALID (setup="
 
 # Storages (--storage and `dse study list`): damaged, foreign and misplaced files, read-only commands.
 _STORAGE = "storage (--storage URL or file)"
+_OPTION = "command-line option"
 EXTRA += [
     Case("storage/not_a_sqlite_file", ("front", _VALID, "--storage", "{tmp}/notes.db"), _STORAGE, "notes.db",
          ("not a SQLite database",), setup="notes_db"),
@@ -125,6 +126,10 @@ EXTRA += [
          ("not a SQLite database",), setup="notes_db"),
     Case("storage/study_list_truncated", ("study", "list", "{tmp}/damaged.db"), _STORAGE, "damaged.db",
          ("damaged or truncated",), setup="truncated_db"),
+    Case("options/report_unknown_extension", ("report", _VALID, "-o", "{tmp}/r.pdf"), _OPTION, "r.pdf",
+         ("unknown report extension", ".html", "--format")),
+    Case("options/front_negative_candidates", ("front", _VALID, "--candidates", "-1"), _OPTION, "--candidates",
+         ("positive number",)),
     Case("storage/postgres_unreachable", ("front", _VALID, "--storage",
                                           "postgresql://u:secret@127.0.0.1:1/db?connect_timeout=2"), _STORAGE,
          "postgresql://u:***@127.0.0.1:1/db", ("cannot connect",)),

@@ -113,3 +113,17 @@ def test_report_shows_the_model_uncertainty_knees(tmp_path):
     assert all(row[2] == ff[row[0]] for row in table.rows)
     assert {row[0] for row in table.rows} >= {k for k in mk.knees if k is not None}
     assert any("3 draws of the model's unknowns" in b for b in sec.blocks if isinstance(b, str))
+
+
+def test_the_breakdown_energy_is_on_the_schedule_where_there_is_one():
+    # the report split pool_energy_uj_per_token (pool power x the closed form's time per token) while
+    # the study's latency objective is the scheduled time: 267.6 against 1,954 uJ on the quickstart's knee
+    from dse.viz.report_figures import POWER_PARTS, breakdown_rows
+    m = {k: 10.0 for k, _ in POWER_PARTS}
+    m.update(pool_power_w=400.0, pool_energy_uj_per_token=120.0, ffn_us_per_token_scheduled=2.5)
+    rows = breakdown_rows(m)
+    energy = rows["pool energy per token, on the schedule (uJ)"]
+    assert sum(v for _, v in energy) == pytest.approx(1000.0)
+    assert all(v == pytest.approx(1000.0 / len(POWER_PARTS)) for _, v in energy)
+    del m["ffn_us_per_token_scheduled"]                 # a closed-form study (trace = "catalog")
+    assert sum(v for _, v in breakdown_rows(m)["pool energy per token, closed form (uJ)"]) == pytest.approx(120.0)

@@ -48,14 +48,17 @@ def parse_ref(text: str, storage: str | None) -> tuple[str, dict]:
 
 def run(args: argparse.Namespace) -> int:
     from dse.cli.credentials import hide_secrets, storage_url
+    from dse.cli.filekind import refuse
     from dse.search.review import quality
     from dse.search.study.results import load_results
     from dse.search.study.study import load_study
     if len(args.studies) < 2:
         raise ConfigError("compare needs at least two studies")
+    refs = [(text, *parse_ref(text, storage_url(args.storage))) for text in args.studies]
+    for _, path, _ in refs:             # every file a study, before any storage is opened
+        refuse(path, "study", "compare")
     results, names = [], []
-    for text in args.studies:
-        path, kw = parse_ref(text, storage_url(args.storage))
+    for text, path, kw in refs:
         cfg = load_study(path, **kw)
         results.append(load_results(cfg))
         names.append(cfg.name if cfg.name not in names else hide_secrets(text, [kw.get("storage")]))

@@ -12,7 +12,7 @@ from dse.spec import DesignPoint
 
 # Metric groups of the readable table, in reading order (other metrics follow under "more").
 GROUPS = {
-    "feasibility": ["feasible", "infeasible_reason"],
+    "feasibility": ["feasible", "infeasible_reason", "comm_ok", "comm_violation"],
     "mapping": ["dies", "dies_packing_rule", "tp_degree", "chunk_columns", "chunks_per_unit", "d_used_columns",
                 "array_utilization", "cores_per_die", "core_grid"],
     "hierarchy": ["unit_read_gbps", "unit_gflops", "core_read_gbps", "die_capacity_mib", "die_read_gbps",
@@ -28,7 +28,7 @@ GROUPS = {
     "serving": ["t_attn_us", "tpot_af_us", "tpot_gpu_only_us", "af_gain"],
     "communication": ["unit_io_gbps", "core_mesh_p99_gbps", "core_mesh_provision_gbps", "die_noc_busiest_link_gbps",
                       "die_noc_provision_gbps", "d2d_demand_gbps_per_die", "d2d_provision_gbps_per_die",
-                      "node_demand_gbps", "node_provision_gbps", "comm_violation", "round_stretch", "effective_mfu"],
+                      "node_demand_gbps", "node_provision_gbps", "round_stretch", "effective_mfu"],
     "area / power": ["die_area_mm2", "die_area_budget_mm2", "network_area_mm2", "mm2_per_occupancy", "die_power_w",
                      "pool_power_w"],
     "cost": ["die_cost_usd", "pool_cost_usd", "usd_per_mtok", "usd_per_mtok_delivered", "usd_per_mtok_scheduled",
@@ -60,7 +60,21 @@ def add_trace_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", help="decode steps of the synthetic trace (trace_steps)")
 
 
+# Flags that set one knob each, checked under their own name (an error names --model, not --set).
+KNOB_FLAGS = (("model", "model"), ("batch", "batch"), ("seed", "trace_seed"), ("steps", "trace_steps"))
+
+
+def check_knob_flags(args: argparse.Namespace) -> None:
+    """Each of ``KNOB_FLAGS`` given, validated as its knob with the flag named in the error."""
+    from dse.spec import BY_NAME, coerce
+    for flag, knob in KNOB_FLAGS:
+        value = getattr(args, flag, None)
+        if value is not None:
+            coerce(BY_NAME[knob], value, f"--{flag}", knob)
+
+
 def point_from_args(args: argparse.Namespace) -> DesignPoint:
+    check_knob_flags(args)
     overrides = list(args.overrides)
     if args.model:
         overrides.append(f"model={args.model}")
@@ -85,6 +99,8 @@ def point_from_args(args: argparse.Namespace) -> DesignPoint:
     if getattr(args, "steps", None) is not None:
         overrides.append(f"trace_steps={args.steps}")
     if args.config:
+        from dse.cli.filekind import refuse
+        refuse(args.config, expected="design", command="evaluate")
         return DesignPoint.from_file(args.config, overrides=overrides)
     return DesignPoint.from_dict({}, overrides=overrides)
 
@@ -159,8 +175,24 @@ def run(args: argparse.Namespace) -> int:
             rows.append(("more", k, v))
     if bands is None:
         print(table(rows, ["group", "metric", "value"], align="llr"))
-        return 0
-    print(table([(g, k, v, *(bands.get(k, {}).get(q) for q in ("p5", "p50", "p95"))) for g, k, v in rows],
-                ["group", "metric", "value", "p5", "p50", "p95"], align="llrrrr"))
-    print(f"\np5 / p50 / p95 over {args.uncertainty} draws of the model's unknowns (dse/data/model_uncertainty.toml)")
+    else:
+        print(table([(g, k, v, *(bands.get(k, {}).get(q) for q in ("p5", "p50", "p95"))) for g, k, v in rows],
+                    ["group", "metric", "value", "p5", "p50", "p95"], align="llrrrr"))
+        print(f"\np5 / p50 / p95 over {args.uncertainty} draws of the model's unknowns "
+              f"(dse/data/model_uncertainty.toml)")
+    note = comm_note(m)
+    if note:
+        print(note)
     return 0
+
+
+def comm_note(m: dict) -> str | None:
+    """One line when the design maps and fits its die (``feasible``) but a communication level is
+    over its provision: a study whose constraints hold ``comm_violation <= 0`` rejects it."""
+    if m.get("feasible") and m.get("comm_ok") is False:
+        from dse.pipeline.stages.network import LEVELS
+        over = [lvl for lvl in LEVELS if m.get(f"{lvl}_over")]
+        return (f"note: feasible means the design maps and fits its die; its communication is over the "
+                f"provision ({', '.join(over) or 'comm_ok no'}: comm_violation {m.get('comm_violation', 0):.4g} > 0), "
+                f"which a study's `comm_violation <= 0` constraint rejects")
+    return None

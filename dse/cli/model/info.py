@@ -10,14 +10,22 @@ from dse.spec import PARAMS
 
 
 def register(sub) -> None:
-    p = sub.add_parser("params", help="list every design-point knob with default and allowed values")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("params", help="list every design-point knob with default and allowed values",
+                       description="Every knob of a design point (the keys of a design file's [hardware], "
+                                   "[workload] and [mapping], of --set and of a space's [params]): its part, "
+                                   "default, unit, allowed values and meaning.")
+    p.add_argument("--json", action="store_true", help="print the knobs as a JSON list")
     p.set_defaults(func=_params)
-    p = sub.add_parser("models", help="list the MoE model catalog")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("models", help="list the MoE model catalog",
+                       description="The MoE models a design can run (workload.model, a study's [workload] "
+                                   "models, --model): shape, FFN weight size, native batch and source; "
+                                   "`dse --catalog FILE models` adds your own.")
+    p.add_argument("--json", action="store_true", help="print the models as a JSON list")
     p.set_defaults(func=_models)
-    p = sub.add_parser("constants", help="list the model's named constants with their sources")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("constants", help="list the model's named constants with their sources",
+                       description="The model's named constants (dse/data/constants.toml): value, unit, class "
+                                   "(spec, sourced, calibrated or assumed) and the source of each.")
+    p.add_argument("--json", action="store_true", help="print the constants as a JSON list")
     p.set_defaults(func=_constants)
 
 

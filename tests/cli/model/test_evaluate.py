@@ -86,3 +86,37 @@ def test_evaluate_uncertainty_refuses_a_negative_count(capsys):
     assert rc != 0 and err.startswith("dse: error: --uncertainty -2") and "Traceback" not in err
     rc, out, err = run_cli(capsys, "evaluate", "--uncertainty", "2", "--jobs", "0")
     assert rc != 0 and err.startswith("dse: error: --jobs 0") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("flag, value, knob", [("--model", "qwen", "model"), ("--batch", "0", "batch"),
+                                               ("--seed", "x", "trace_seed"), ("--steps", "-3", "trace_steps")])
+def test_a_knob_flag_is_named_in_its_error(capsys, flag, value, knob):
+    # they were checked as `--set` overrides: "--set: model = 'qwen': ..." for `--model qwen`
+    rc, out, err = run_cli(capsys, "evaluate", flag, value)
+    assert rc == 2 and out == ""
+    assert err.startswith(f"dse: error: {flag}: {knob} = '{value}': must be") and err.count("\n") == 1
+
+
+def test_the_feasibility_group_shows_communication_over_its_provision(capsys, tmp_path):
+    # the quickstart's knee (side 2, 256-bit mesh): it maps and fits its die, but its core mesh carries
+    # more than its provision; `feasible yes` alone read as "a study would accept it"
+    f = tmp_path / "d.toml"
+    f.write_text('[hardware]\ncore_side = 2\npe_groups_per_core = 4\ncore_mesh_link_bits = 256\n'
+                 '[workload]\ntrace = "synthetic"\n')
+    rc, out, _ = run_cli(capsys, "evaluate", str(f))
+    rows = [ln.split() for ln in out.splitlines()[3:] if ln.startswith("feasibility")]
+    assert [r[1] for r in rows] == ["feasible", "infeasible_reason", "comm_ok", "comm_violation"]
+    assert rc == 0 and rows[0][2] == "yes" and rows[2][2] == "no" and float(rows[3][2]) > 0
+    note = out.splitlines()[-1]
+    assert note.startswith("note: feasible means the design maps and fits its die") and "core_mesh" in note
+    rc, out, _ = run_cli(capsys, "evaluate", "--set", "trace=catalog")      # the published design: within it
+    assert rc == 0 and "note:" not in out
+
+
+def test_evaluate_names_a_study_file_for_what_it_is(capsys):
+    # it said "study: unknown key (allowed: sections hardware, ...)"
+    from pathlib import Path
+    study = Path(__file__).resolve().parents[3] / "studies" / "quickstart.toml"
+    rc, out, err = run_cli(capsys, "evaluate", str(study))
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"dse: error: {study} is a study file, not a design file") and "`dse run " in err
