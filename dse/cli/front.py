@@ -8,7 +8,7 @@ import io
 import sys
 import textwrap
 
-from dse.cli.run import MODEL_HELP, SEED_HELP, _int_arg, study_from_args
+from dse.cli.run import MODEL_HELP, SEED_HELP, _int_arg, study_from_args, wall_lines
 from dse.cli.run import add_study_args as _study_args
 from dse.errors import ConfigError
 from dse.report import dumps, fit_columns, fmt, table, terminal_width
@@ -231,14 +231,26 @@ def _names(text: str, flag: str, res) -> list[str]:
 def check_columns(res, shown, cols, sort: str | None) -> None:
     """Refuse a ``--columns`` or ``--sort`` name that is no objective, knob or metric of the study
     (nothing to check when no trial is shown)."""
-    from dse.errors import suggest
     cfg = res.cfg
     known = set(cfg.objectives.names) | set(cfg.space.searched_names) | {k for r in shown for k in r.design} | \
         {k for r in shown for k in r.metrics.get(cfg.models[0], {})}
     named = [("--columns", c) for c in cols or ()] + ([("--sort", sort.removeprefix("-"))] if sort else [])
     for opt, c in named:
         if c not in known and shown:
-            raise ConfigError(f"{opt} {c!r}: not an objective, knob or metric of this study{suggest(c, known)}")
+            raise ConfigError(f"{opt} {c!r}: not an objective, knob or metric of this study{_closest(cfg, c, known)}")
+
+
+def _closest(cfg, name: str, known: set[str]) -> str:
+    """The study's own names first (an objective or searched knob that contains ``name``, or is
+    close to it), then any metric; else where the names are listed."""
+    from dse.errors import suggest
+    own = list(cfg.objectives.names) + list(cfg.space.searched_names)
+    holding = [k for k in own if name.lower() in k.lower()]
+    if holding:
+        return f"; did you mean {holding[0]!r}?"
+    hint = suggest(name, own) or suggest(name, known)
+    return hint or (f"; the objectives are {', '.join(cfg.objectives.names)}, the knobs those of `dse params`, "
+                    f"the metrics those of `dse evaluate --json`")
 
 
 def _rows(args, res, shown, front, knee):
@@ -319,8 +331,8 @@ def _print_text(args, res, headers, rows, front, knee, hv, ref, moved, robust) -
     if knee is not None:
         print(f"* knee: trial {knee.number} (the top knee candidate below: the best local maximum of the "
               f"knee score inside the front; export with `dse export {ref_args} --knee -o design.toml`)")
-    for w in study_walls(res, front):
-        print(textwrap.fill(f"at a bound: {w.sentence()}", width=width, subsequent_indent="  "))
+    for line in wall_lines(study_walls(res, front), len(front)):
+        print(textwrap.fill(line, width=width, subsequent_indent="  "))
     if moved["verdict"] == "not settled":      # the verdict itself is the last line of the candidates
         print(settle_hint(ref_args, len(res.complete)), file=sys.stderr)
     if robust is not None:

@@ -116,8 +116,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"front: {knee['front_size']} designs; knee: trial {knee['knee_trial']} ({params}) -> {objs}")
     else:
         print("front: no feasible design yet")
-    for w in knee.get("at_bounds", []):
-        print(textwrap.fill(f"at a bound: {Wall(**w).sentence()}", width=terminal_width(), subsequent_indent="  "))
+    for line in wall_lines([Wall(**w) for w in knee.get("at_bounds", [])], knee.get("front_size", 0)):
+        print(textwrap.fill(line, width=terminal_width(), subsequent_indent="  "))
     if knee.get("knee_verdict"):             # issue 48: one verdict, clear only with refined contenders
         print(textwrap.fill(f"knee {knee['knee_verdict']}: {knee['knee_settled_reason']}", width=terminal_width(),
                             subsequent_indent="  "))
@@ -209,6 +209,21 @@ def _knee_summary(cfg, res=None) -> dict:
             "knee_settled": settled["settled"], "knee_verdict": settled["verdict"],
             "knee_settled_reason": settled["reason"],
             "at_bounds": [w.to_json() for w in study_walls(res)]}
+
+
+WALLS_MIN_FRONT = 8     # fewer front designs: too few to tell a user to widen a range
+
+
+def wall_lines(walls: list, front_size: int) -> list[str]:
+    """The "at a bound" lines of a front (``dse.search.front.walls.Wall``s); on a front of fewer
+    than ``WALLS_MIN_FRONT`` designs one line that says they are not judged yet (a first run of 6
+    trials was told to widen three ranges)."""
+    if not walls:
+        return []
+    if front_size < WALLS_MIN_FRONT:
+        return [f"at a bound: not judged on a front of {front_size} design{'s' * (front_size != 1)} "
+                f"(`dse front --json` lists at_bounds; run more trials)"]
+    return [f"at a bound: {w.sentence()}" for w in walls]
 
 
 def finished(complete: int, target: int, what: str, new: int = 0) -> str:

@@ -216,9 +216,25 @@ def test_front_reports_the_knobs_at_a_bound(which, request, capsys):
     assert all(w["share"] > 0.5 for w in d["at_bounds"])
     assert main(["front", *study]) == 0
     out = capsys.readouterr().out
-    assert out.count("at a bound: ") == len(expect)
-    for w in d["at_bounds"]:
-        assert f"{w['knob']} = " in out
+    from dse.cli.run import WALLS_MIN_FRONT
+    if len(front) >= WALLS_MIN_FRONT:
+        assert out.count("at a bound: ") == len(expect)
+        for w in d["at_bounds"]:
+            assert f"{w['knob']} = " in out
+    else:                                  # too few designs to tell a user to widen a range
+        assert out.count("at a bound: ") == (1 if expect else 0)
+        assert not expect or f"at a bound: not judged on a front of {len(front)} designs" in out
+
+
+def test_a_small_front_is_not_told_to_widen_its_ranges():
+    from dse.cli.run import WALLS_MIN_FRONT, wall_lines
+    from dse.search.front.walls import Wall
+    w = Wall("tile_width", "low", 1, 0.75)
+    assert wall_lines([], 3) == []
+    assert wall_lines([w, w], 4) == ["at a bound: not judged on a front of 4 designs (`dse front --json` lists "
+                                     "at_bounds; run more trials)"]
+    lines = wall_lines([w], WALLS_MIN_FRONT)
+    assert len(lines) == 1 and lines[0].startswith("at a bound: tile_width = 1 (low end of its range)")
 
 def test_a_terminal_of_no_width_falls_back_to_columns(quickstart_study, capsys, monkeypatch):
     # under `script` or some `docker exec -t` sessions the terminal reports 0 columns: `dse run` and
@@ -259,3 +275,12 @@ def test_a_knee_not_settled_names_the_trials_to_run(tmp_path):
     assert r.returncode == 0 and "knee not settled" in r.stdout
     assert "to settle the knee: run more trials (`dse run " in r.stderr
     assert f"quickstart.toml --storage {url} --trials 20` resumes it to twice the trials it has)" in r.stderr
+
+
+def test_a_wrong_column_is_matched_to_the_studys_own_names_first(quickstart_study, capsys):
+    # `--sort power` suggested the metric 'pe_power_w', not the study's objective 'pool_power_w'
+    assert main(["front", *quickstart_study, "--sort", "power"]) == 2
+    assert capsys.readouterr().err.endswith("did you mean 'pool_power_w'?\n")
+    assert main(["front", *quickstart_study, "--columns", "foo"]) == 2
+    err = capsys.readouterr().err
+    assert "the objectives are ffn_us_per_token_scheduled, pool_power_w" in err and "`dse params`" in err

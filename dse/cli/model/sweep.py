@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dse.errors import ConfigError
+from dse.errors import ConfigError, suggest
 from dse.report import dumps, table
 
 
@@ -64,12 +64,17 @@ def _metrics(args: argparse.Namespace, default: tuple[str, ...], rows: list[dict
     known = set().union(*(r.keys() for r in rows)) if rows else set()
     bad = [n for n in names if n not in known]
     if bad:
-        raise ConfigError(f"--metrics {bad[0]!r}: not a metric of these results (see `dse evaluate --json`)")
+        raise ConfigError(f"--metrics {bad[0]!r}: not a metric of these results (see `dse evaluate --json`)"
+                          f"{suggest(bad[0], known)}")
     return names
 
 
 def run(args: argparse.Namespace) -> int:
     from dse.pipeline import sweep as sw
+    from dse.spec import BY_NAME
+    if args.param not in sw.PRESETS and args.param not in BY_NAME:     # resolve's refusal, with a suggestion
+        raise ConfigError(f"sweep PARAM {args.param!r}: must be a preset ({', '.join(sw.PRESETS)}) or a knob "
+                          f"(see `dse params`){suggest(args.param, [*sw.PRESETS, *BY_NAME])}")
     param, values, preset = sw.resolve(args.param, args.values)
     base, source = _base(args, preset.base if preset else {})
     if args.model:

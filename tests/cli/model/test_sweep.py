@@ -27,6 +27,8 @@ def test_generic_sweep_csv_and_plot(tmp_path, capsys):
     (["sweep", "core_side", "3x"], "core_side"),
     (["sweep", "depth", "--metrics", "nosuch"], "--metrics 'nosuch'"),
     (["sweep", "depth", "32K", "--plot", "f.gif"], "unsupported figure format"),
+    (["sweep", "core_sid", "2", "4"], "did you mean 'core_side'?"),
+    (["sweep", "core_side", "2", "--set", "trace=catalog", "--metrics", "pool_power"], "did you mean 'pool_power_w'?"),
 ])
 def test_sweep_errors_are_one_line(capsys, argv, msg):
     assert main(argv) == 2
