@@ -243,3 +243,17 @@ def write_catalog_study(folder: Path, trials: int = 24, seed: int = 0) -> Path:
     return write_study(folder, space=CATALOG_SMALL_SPACE, objectives=FULL_OBJECTIVES, file="catalog.toml",
                        name="catalog", trials=trials, seed=seed, batch=8, sampler="random",
                        workload=f"models = [{models}]")
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """``dse ARGV`` in this process: (exit status, stdout, stderr)."""
+    from dse.cli import main
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def one_error_line(rc: int, err: str) -> str:
+    """``err`` after checking it is one ``dse: error:`` line with exit status 2."""
+    assert rc == 2 and err.startswith("dse: error: ") and err.count("\n") == 1, err
+    return err

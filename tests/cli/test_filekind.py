@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from dse.cli import main
 from dse.cli.filekind import kind, kind_of, refusal, refuse
 from dse.errors import ConfigError
-from tests.fixtures import LATENCY_POWER_OBJECTIVES, SILICON36_SPACE, write_study
+from tests.fixtures import LATENCY_POWER_OBJECTIVES, SILICON36_SPACE, one_error_line, write_study
+from tests.fixtures import cli as run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "hostile"
@@ -32,17 +32,6 @@ dies = 25
 study = "quickstart"
 trial = 6
 """
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    rc = main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def one_error_line(rc: int, err: str) -> str:
-    assert rc == 2 and err.startswith("dse: error: ") and err.count("\n") == 1, err
-    return err
 
 
 @pytest.fixture

@@ -8,18 +8,8 @@ from pathlib import Path
 import pytest
 
 from dse.cli import main
-from tests.fixtures import LATENCY_POWER_OBJECTIVES, SILICON36_SPACE, write_study
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    rc = main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def one_error_line(rc: int, err: str) -> str:
-    assert rc == 2 and err.startswith("dse: error: ") and err.count("\n") == 1, err
-    return err
+from tests.fixtures import LATENCY_POWER_OBJECTIVES, SILICON36_SPACE, one_error_line, write_study
+from tests.fixtures import cli as run_cli
 
 
 def _study(folder: Path, **kw) -> Path:
