@@ -304,6 +304,22 @@ def _sorted(args, res, recs, value):
     return out
 
 
+def distinct_columns(rows: list[list], which: list[bool], most: int = 8) -> list[list]:
+    """``rows`` with each column of ``which`` formatted (``fmt``) with the fewest significant digits,
+    4 to ``most``, that print its distinct values distinctly: two front designs at 4.59378 and
+    4.59418 both read 4.594, and one looked dominated by the other."""
+    out = [list(r) for r in rows]
+    for j, on in enumerate(which):
+        vals = {r[j] for r in rows if isinstance(r[j], float)}
+        if not on or len(vals) < 2:
+            continue
+        digits = next((d for d in range(4, most + 1) if len({fmt(v, d) for v in vals}) == len(vals)), most)
+        if digits > 4:
+            for r in out:
+                r[j] = fmt(r[j], digits) if isinstance(r[j], float) else r[j]
+    return out
+
+
 def _print_text(args, res, headers, rows, front, knee, hv, ref, moved, robust) -> None:
     from dse.search.front.walls import study_walls
     cfg = res.cfg
@@ -324,7 +340,8 @@ def _print_text(args, res, headers, rows, front, knee, hv, ref, moved, robust) -
     cols = list(range(n)) + ([len(headers) - 1] if args.all else [])
     hs = [headers[i] for i in cols]
     align = "".join("l" if h in ("knee", "feasible", "reason") else "r" for h in hs)
-    print(table([[r[i] for i in cols] for r in rows], hs, align=align, max_width=width if args.all else None))
+    shown = distinct_columns([[r[i] for i in cols] for r in rows], [h in cfg.objectives.names for h in hs])
+    print(table(shown, hs, align=align, max_width=width if args.all else None))
     if n < len(body):
         print(f"({len(body) - n} more columns: {', '.join(body[n:])}; choose with --columns, all with --csv)")
     ref_args = cfg.command_args()

@@ -284,3 +284,13 @@ def test_a_wrong_column_is_matched_to_the_studys_own_names_first(quickstart_stud
     assert main(["front", *quickstart_study, "--columns", "foo"]) == 2
     err = capsys.readouterr().err
     assert "the objectives are ffn_us_per_token_scheduled, pool_power_w" in err and "`dse params`" in err
+
+
+def test_an_objective_column_prints_its_distinct_values_distinctly():
+    # the quickstart's trials 59 and 6 both read 4.594 us (4.59378 and 4.59418): 59 looked dominated
+    from dse.cli.front import distinct_columns
+    rows = [[59, "", 4.59378, 561.4], [6, "*", 4.59418, 425.4], [14, "", 2.0653, 1154.0]]
+    out = distinct_columns(rows, [False, False, True, True])
+    assert [r[2] for r in out] == ["4.5938", "4.5942", "2.0653"]
+    assert [r[3] for r in out] == [561.4, 425.4, 1154.0]            # distinct at four digits: left to table()
+    assert distinct_columns([[1, 2.5], [2, 2.5]], [False, True]) == [[1, 2.5], [2, 2.5]]   # equal values
