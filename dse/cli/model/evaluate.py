@@ -64,22 +64,14 @@ def add_trace_args(p: argparse.ArgumentParser) -> None:
 KNOB_FLAGS = (("model", "model"), ("batch", "batch"), ("seed", "trace_seed"), ("steps", "trace_steps"))
 
 
-def check_knob_flags(args: argparse.Namespace) -> None:
-    """Each of ``KNOB_FLAGS`` given, validated as its knob with the flag named in the error."""
+def point_from_args(args: argparse.Namespace) -> DesignPoint:
     from dse.spec import BY_NAME, coerce
+    overrides = list(args.overrides)
     for flag, knob in KNOB_FLAGS:
         value = getattr(args, flag, None)
         if value is not None:
             coerce(BY_NAME[knob], value, f"--{flag}", knob)
-
-
-def point_from_args(args: argparse.Namespace) -> DesignPoint:
-    check_knob_flags(args)
-    overrides = list(args.overrides)
-    if args.model:
-        overrides.append(f"model={args.model}")
-    if args.batch:
-        overrides.append(f"batch={args.batch}")
+            overrides.append(f"{knob}={value}")
     trace = getattr(args, "trace", None)
     if trace:
         overrides.append(f"trace={trace}")
@@ -94,10 +86,6 @@ def point_from_args(args: argparse.Namespace) -> DesignPoint:
         overrides.append("trace=synthetic")
     if getattr(args, "catalog_unions", False):
         overrides.append("trace=catalog")
-    if getattr(args, "seed", None) is not None:
-        overrides.append(f"trace_seed={args.seed}")
-    if getattr(args, "steps", None) is not None:
-        overrides.append(f"trace_steps={args.steps}")
     if args.config:
         from dse.cli.filekind import refuse
         refuse(args.config, expected="design", command="evaluate")
